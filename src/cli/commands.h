@@ -1,0 +1,11 @@
+// gpupack subcommands. Each add_*_command registers one subcommand (its flags
+// and its callback) on the root app; cli/ only parses flags and prints.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace gpupack::cli {
+
+void add_simulate_command(CLI::App& app);
+
+}  // namespace gpupack::cli

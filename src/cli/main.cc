@@ -1,0 +1,23 @@
+// gpupack command-line entry point.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpupack: pack GPU workloads onto GPUs and nodes with little stranded capacity"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gpupack 0.1.0");
+  gpupack::cli::add_simulate_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "gpupack: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

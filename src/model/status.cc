@@ -1,0 +1,20 @@
+#include "model/status.h"
+
+namespace gpupack {
+
+std::string_view to_string(Dimension d) {
+  switch (d) {
+    case Dimension::kNone: return "none";
+    case Dimension::kCpu: return "cpu";
+    case Dimension::kMemory: return "memory";
+    case Dimension::kGpuMilli: return "gpu_milli";
+    case Dimension::kGpuMemory: return "gpu_memory";
+    case Dimension::kMigSlot: return "mig_slot";
+    case Dimension::kModel: return "model";
+    case Dimension::kTaint: return "taint";
+    case Dimension::kTopology: return "topology";
+  }
+  return "unknown";
+}
+
+}  // namespace gpupack
