@@ -2,10 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <stdexcept>
 #include <unordered_set>
 
 namespace gpupack {
+
+namespace {
+std::atomic<uint64_t> g_version_stamp{0};
+uint64_t next_stamp() { return g_version_stamp.fetch_add(1, std::memory_order_relaxed) + 1; }
+}  // namespace
 
 int shape_tag(const Request& r) {
   if (!r.is_gpu()) return -1;
@@ -40,9 +46,10 @@ ClusterState::ClusterState(std::vector<NodeSpec> nodes) : specs_(std::move(nodes
   gpu_begin_.resize(n);
   gpu_free_total_.resize(n);
   shapes_.assign(n, ShapeCounts{});
-  version_.assign(n, 0);
+  version_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const NodeSpec& s = specs_[i];
+    version_[i] = next_stamp();
     cpu_total_[i] = cpu_free_[i] = s.cpu_milli;
     mem_total_[i] = mem_free_[i] = s.memory_mib;
     gpu_count_[i] = s.gpu_count;
@@ -103,7 +110,7 @@ void ClusterState::apply(PodId pod, const Request& req, const Assignment& where,
   gpu_free_total_[n] -= sign * gpu_delta;
   gpu_used_milli_ += sign * gpu_delta;
   if (int tag = shape_tag(req); tag >= 0) shapes_[n][tag] += sign;
-  ++version_[n];
+  version_[n] = next_stamp();
   if (index(pod) >= pods_.size()) pods_.resize(index(pod) + 1);
   PodRecord& rec = pods_[index(pod)];
   if (sign > 0) {

@@ -9,8 +9,10 @@
 // - Every change is logged; checkpoint() marks the log and rollback(mark)
 //   undoes every change after it exactly (what-if scoring, gang transactions,
 //   defrag search). commit() forgets the log when no checkpoint is needed.
-// - version(node) changes whenever the node's state changes (and never takes
-//   an earlier value again), so callers may cache per-node results by version.
+// - version(node) is a stamp drawn from a process-wide counter whenever the
+//   node's state changes (and at construction). No two different node states,
+//   in this or any other ClusterState, share a stamp, while a copy keeps its
+//   source's stamps; so callers may cache per-node results by version alone.
 // - Read accessors are O(1) and allocation-free. Not thread-safe for writes;
 //   concurrent reads are fine.
 #pragma once
@@ -59,7 +61,7 @@ class ClusterState {
   }
   int64_t gpu_free_total_milli(NodeId n) const { return gpu_free_total_[index(n)]; }
   const ShapeCounts& shape_counts(NodeId n) const { return shapes_[index(n)]; }
-  uint32_t version(NodeId n) const { return version_[index(n)]; }
+  uint64_t version(NodeId n) const { return version_[index(n)]; }
   const NodeSpec& spec(NodeId n) const { return specs_[index(n)]; }
 
   // --- cluster totals ---
@@ -115,7 +117,7 @@ class ClusterState {
   std::vector<int32_t> gpu_free_;
   std::vector<int64_t> gpu_free_total_;
   std::vector<ShapeCounts> shapes_;
-  std::vector<uint32_t> version_;
+  std::vector<uint64_t> version_;
   int64_t gpu_capacity_milli_ = 0;
   int64_t gpu_used_milli_ = 0;
 

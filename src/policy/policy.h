@@ -1,0 +1,39 @@
+// The scoring interface every placement policy implements.
+//
+// Contract (kube-scheduler's PreScore/Score extension points):
+// - prepare(state, req) is called once per pod before any score() for it.
+// - score(state, node, req) is called only for nodes that passed the filter
+//   (the request fits there). It returns the node's score (higher is better)
+//   and the GPUs the pod would take on that node. It never changes the state.
+// - If normalizes_scores() is true the scheduler rescales raw scores over the
+//   feasible nodes to 0..100 (min-max, integer division) before choosing.
+// Ties between nodes are broken by the scheduler (lowest node rank), never by
+// a policy. A policy object serves one ClusterState at a time and is not
+// thread-safe; policies may cache per-node results keyed by
+// ClusterState::version().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "model/cluster_state.h"
+#include "model/request.h"
+
+namespace gpupack {
+
+struct NodeScore {
+  int64_t score = 0;
+  uint32_t gpu_mask = 0;  // GPUs of the node the pod would take
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string_view name() const = 0;
+  virtual void prepare(const ClusterState& state, const Request& req) {}
+  virtual NodeScore score(const ClusterState& state, NodeId node, const Request& req) = 0;
+  virtual bool normalizes_scores() const { return false; }
+};
+
+}  // namespace gpupack

@@ -1,0 +1,61 @@
+#include "sched/filter.h"
+
+#include <fmt/format.h>
+
+namespace gpupack {
+
+Dimension failed_dimension(const ClusterState& s, NodeId n, const Request& r, bool* unresolvable) {
+  bool never = true;
+  Dimension d = Dimension::kNone;
+  if (r.gpu_count > 0 && (s.gpu_count(n) < r.gpu_count)) {
+    d = Dimension::kGpuMilli;
+  } else if (r.gpu_count > 0 && !model_allowed(r.allowed_models, s.gpu_model(n))) {
+    d = Dimension::kModel;
+  } else if (s.cpu_total_milli(n) < r.cpu_milli) {
+    d = Dimension::kCpu;
+  } else if (s.memory_total_mib(n) < r.memory_mib) {
+    d = Dimension::kMemory;
+  } else {
+    never = false;
+    if (s.cpu_free_milli(n) < r.cpu_milli) {
+      d = Dimension::kCpu;
+    } else if (s.memory_free_mib(n) < r.memory_mib) {
+      d = Dimension::kMemory;
+    } else if (r.gpu_count > 0 && count_gpus_with_free(s.gpu_free_milli(n), r.gpu_milli) < r.gpu_count) {
+      d = Dimension::kGpuMilli;
+    }
+  }
+  if (unresolvable) *unresolvable = never && d != Dimension::kNone;
+  return d;
+}
+
+Status explain_fit(const ClusterState& s, NodeId n, const Request& r) {
+  bool never = false;
+  const Dimension d = failed_dimension(s, n, r, &never);
+  if (d == Dimension::kNone) return Status::ok();
+  std::string msg;
+  switch (d) {
+    case Dimension::kModel:
+      msg = fmt::format("node {}: GPU model {} not allowed", s.node_name(n),
+                        GpuCatalog::builtin().spec(s.gpu_model(n)).name);
+      break;
+    case Dimension::kCpu:
+      msg = never ? fmt::format("node {}: cpu capacity {} < {} milli", s.node_name(n), s.cpu_total_milli(n),
+                                r.cpu_milli)
+                  : fmt::format("node {}: cpu free {} < {} milli", s.node_name(n), s.cpu_free_milli(n), r.cpu_milli);
+      break;
+    case Dimension::kMemory:
+      msg = never ? fmt::format("node {}: memory capacity {} < {} MiB", s.node_name(n), s.memory_total_mib(n),
+                                r.memory_mib)
+                  : fmt::format("node {}: memory free {} < {} MiB", s.node_name(n), s.memory_free_mib(n),
+                                r.memory_mib);
+      break;
+    default:
+      msg = never ? fmt::format("node {} has {} GPUs, {} requested", s.node_name(n), s.gpu_count(n), r.gpu_count)
+                  : fmt::format("node {}: {} GPUs with >= {} milli free, {} needed", s.node_name(n),
+                                count_gpus_with_free(s.gpu_free_milli(n), r.gpu_milli), r.gpu_milli, r.gpu_count);
+  }
+  return never ? Status::unresolvable(d, msg) : Status::unschedulable(d, msg);
+}
+
+}  // namespace gpupack

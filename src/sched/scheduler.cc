@@ -1,0 +1,83 @@
+#include "sched/scheduler.h"
+
+#include <array>
+#include <stdexcept>
+
+#include "sched/filter.h"
+
+namespace gpupack {
+
+Scheduler::Scheduler(Policy& policy, std::vector<int64_t> node_rank)
+    : policy_(policy), node_rank_(std::move(node_rank)) {}
+
+Decision Scheduler::decide(const ClusterState& state, const Request& req) {
+  if (!node_rank_.empty() && node_rank_.size() != static_cast<size_t>(state.node_count()))
+    throw std::invalid_argument("node rank table does not match the cluster's node count");
+  policy_.prepare(state, req);
+  Decision d;
+  const int nodes = state.node_count();
+  if (!policy_.normalizes_scores()) {
+    int64_t best_score = 0, best_rank = 0;
+    for (int i = 0; i < nodes; ++i) {
+      const NodeId n{i};
+      if (!fits(state, n, req)) continue;
+      ++d.feasible_nodes;
+      const NodeScore s = policy_.score(state, n, req);
+      const int64_t r = rank(n);
+      if (!d.placed() || s.score > best_score || (s.score == best_score && r < best_rank)) {
+        best_score = s.score;
+        best_rank = r;
+        d.assignment = {n, s.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
+      }
+    }
+    d.score = best_score;
+  } else {
+    scratch_.clear();
+    int64_t lo = 0, hi = 0;
+    for (int i = 0; i < nodes; ++i) {
+      const NodeId n{i};
+      if (!fits(state, n, req)) continue;
+      const NodeScore s = policy_.score(state, n, req);
+      if (scratch_.empty() || s.score < lo) lo = s.score;
+      if (scratch_.empty() || s.score > hi) hi = s.score;
+      scratch_.push_back({n, s.score, s.gpu_mask});
+    }
+    d.feasible_nodes = static_cast<int>(scratch_.size());
+    int64_t best_score = 0, best_rank = 0;
+    for (const Candidate& c : scratch_) {
+      const int64_t s = hi == lo ? 0 : (c.score - lo) * 100 / (hi - lo);
+      const int64_t r = rank(c.node);
+      if (!d.placed() || s > best_score || (s == best_score && r < best_rank)) {
+        best_score = s;
+        best_rank = r;
+        d.assignment = {c.node, c.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
+      }
+    }
+    d.score = best_score;
+  }
+  if (!d.placed()) d.reason = most_common_reason(state, req);
+  return d;
+}
+
+Decision Scheduler::schedule(ClusterState& state, PodId pod, const Request& req) {
+  Decision d = decide(state, req);
+  if (d.placed()) {
+    Status st = state.bind(pod, req, d.assignment);
+    if (!st.is_ok()) throw std::logic_error("scheduler chose an assignment that does not fit: " + st.message);
+  }
+  return d;
+}
+
+Dimension Scheduler::most_common_reason(const ClusterState& state, const Request& req) const {
+  std::array<int, static_cast<size_t>(Dimension::kTopology) + 1> counts{};
+  for (int i = 0; i < state.node_count(); ++i) {
+    const Dimension d = failed_dimension(state, NodeId{i}, req);
+    if (d != Dimension::kNone) ++counts[static_cast<size_t>(d)];
+  }
+  size_t best = 0;
+  for (size_t k = 1; k < counts.size(); ++k)
+    if (counts[k] > counts[best]) best = k;
+  return counts[best] > 0 ? static_cast<Dimension>(best) : Dimension::kNone;
+}
+
+}  // namespace gpupack

@@ -1,0 +1,84 @@
+#include "sim/experiment.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "model/cluster_state.h"
+#include "policy/registry.h"
+#include "sim/random.h"
+
+namespace gpupack {
+
+std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
+                                            const std::function<void(const ExperimentProgress&)>& progress) {
+  if (spec.nodes.empty()) throw std::invalid_argument("the cluster has no nodes");
+  if (spec.policies.empty() || spec.seeds.empty()) throw std::invalid_argument("no policy or no seed to run");
+  if (spec.node_rank && spec.node_rank->size() != spec.nodes.size())
+    throw std::invalid_argument("node rank table does not cover every node");
+  auto target = std::make_shared<const TargetWorkload>(
+      TargetWorkload::from_requests(spec.trace.requests, spec.trace.model_keys));
+  for (const auto& p : spec.policies) make_policy(p, {0, target});  // validate names up front
+
+  const int64_t capacity = ClusterState(spec.nodes).gpu_capacity_milli();
+  // Arrivals per seed, shared by every policy.
+  std::vector<std::vector<Request>> arrivals(spec.seeds.size());
+  size_t arrivals_per_round = 0;
+  for (size_t s = 0; s < spec.seeds.size(); ++s) {
+    const std::vector<int32_t> order =
+        spec.fixed_order ? *spec.fixed_order
+                         : sample_static_arrivals(spec.trace.requests, capacity, spec.tune, spec.seeds[s]);
+    arrivals[s].reserve(order.size());
+    for (int32_t i : order) arrivals[s].push_back(spec.trace.requests.at(i));
+    arrivals_per_round += order.size();
+  }
+
+  const size_t jobs = spec.policies.size() * spec.seeds.size();
+  std::vector<StaticRunResult> results(jobs);
+  ExperimentProgress state{0, jobs, 0, arrivals_per_round * spec.policies.size()};
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  auto worker = [&] {
+    while (true) {
+      const size_t job = next.fetch_add(1);
+      if (job >= jobs) return;
+      const size_t p = job / spec.seeds.size(), s = job % spec.seeds.size();
+      try {
+        auto policy = make_policy(spec.policies[p], {spec.seeds[s], target});
+        std::vector<int64_t> rank = spec.node_rank ? *spec.node_rank : seeded_rank(spec.nodes.size(), spec.seeds[s]);
+        size_t reported = 0;
+        auto on_step = [&](size_t done) {
+          std::lock_guard<std::mutex> lock(mu);
+          state.arrivals_done += done - reported;
+          reported = done;
+          if (progress) progress(state);
+        };
+        StaticRunResult r = run_static(spec.nodes, arrivals[s], *policy, std::move(rank), *target, on_step);
+        r.seed = spec.seeds[s];
+        std::lock_guard<std::mutex> lock(mu);
+        state.arrivals_done += arrivals[s].size() - reported;
+        ++state.jobs_done;
+        results[job] = std::move(r);
+        if (progress) progress(state);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(jobs, spec.threads > 0 ? spec.threads : hw);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return results;
+}
+
+}  // namespace gpupack

@@ -1,0 +1,45 @@
+// A static-arrival experiment over several policies and seeds.
+//
+// Contract: run_experiment() runs one job per (policy, seed) on up to
+// `threads` worker threads (0 = all cores), each on its own ClusterState and
+// policy instance, and returns results ordered by (policy, seed) as given.
+// The FGD target workload (and the fragmentation recorded for every policy)
+// is built from the whole trace. Without a fixed order, each seed samples its
+// own arrivals; without a node rank, each seed uses a seeded permutation of
+// the nodes as tie-break. Throws std::invalid_argument on an unknown policy
+// or an empty cluster before any job starts.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/node.h"
+#include "model/workload.h"
+#include "sim/static_experiment.h"
+
+namespace gpupack {
+
+struct ExperimentSpec {
+  std::vector<NodeSpec> nodes;
+  Workload trace;  // sorted by name
+  std::vector<std::string> policies;
+  std::vector<uint64_t> seeds;
+  double tune = 1.3;
+  std::optional<std::vector<int32_t>> fixed_order;  // indices into trace
+  std::optional<std::vector<int64_t>> node_rank;    // per node, lower wins
+  int threads = 0;
+};
+
+struct ExperimentProgress {
+  size_t jobs_done = 0;
+  size_t jobs_total = 0;
+  size_t arrivals_done = 0;   // over all jobs
+  size_t arrivals_total = 0;  // over all jobs
+};
+
+std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
+                                            const std::function<void(const ExperimentProgress&)>& progress = {});
+
+}  // namespace gpupack

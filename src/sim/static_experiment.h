@@ -1,0 +1,55 @@
+// The FGD paper's static-arrival experiment.
+//
+// Contract:
+// - sample_static_arrivals(): the arrival list for one seed, as indices into
+//   the name-sorted trace: all trace pods shuffled, then tuned to `tune` x
+//   cluster GPU capacity by appending uniformly drawn copies (stopping at the
+//   first draw whose per-GPU milli would overshoot) or removing random pods.
+//   Deterministic in (trace, capacity, tune, seed).
+// - run_static(): schedules the arrivals one at a time on a fresh cluster,
+//   never removing a pod; a pod that fits nowhere fails and is dropped. After
+//   each arrival it records arrived milli (failed pods included), allocated
+//   milli and the cluster's FGD fragmentation. O(arrivals x nodes) filter
+//   checks plus the policy's scoring cost.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "frag/fgd.h"
+#include "model/node.h"
+#include "model/request.h"
+#include "policy/policy.h"
+
+namespace gpupack {
+
+std::vector<int32_t> sample_static_arrivals(std::span<const Request> sorted_trace, int64_t capacity_milli,
+                                            double tune, uint64_t seed);
+
+struct StaticStep {
+  int64_t arrived_milli = 0;
+  int64_t used_milli = 0;
+  double frag_milli = 0;
+};
+
+struct StaticRunResult {
+  std::string policy;
+  uint64_t seed = 0;
+  int64_t capacity_milli = 0;
+  std::vector<StaticStep> steps;         // one per arrival
+  std::vector<Assignment> placements;    // one per arrival; node kNoNode = failed
+  int failed_pods = 0;
+  double wall_seconds = 0;
+
+  double final_alloc_pct() const;
+};
+
+// `progress(done)` (optional) is called every few hundred arrivals.
+StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const Request> arrivals, Policy& policy,
+                           std::vector<int64_t> node_rank, const TargetWorkload& frag_target,
+                           const std::function<void(size_t)>& progress = {});
+
+}  // namespace gpupack
