@@ -1,12 +1,188 @@
+// gpupack simulate: the FGD paper's static-arrival experiment on an openb
+// trace or on the built-in synthetic cluster; prints the policy comparison
+// and writes the report files.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <unordered_map>
 
 #include "cli/commands.h"
+#include "io/input_error.h"
+#include "io/openb.h"
+#include "model/cluster_state.h"
+#include "policy/registry.h"
+#include "sim/experiment.h"
+#include "sim/report.h"
+#include "sim/synthetic.h"
 
 namespace gpupack::cli {
+namespace {
+
+struct SimulateFlags {
+  std::string nodes, pods, policy = "all", seeds = "42", out, order, node_rank;
+  double tune = 1.3;
+  int threads = 0;
+  int synthetic_nodes = 1000;
+  bool quiet = false;
+};
+
+// "42", "42-51", "1,5,7-9" -> seeds.
+std::vector<uint64_t> parse_seeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  auto number = [&](std::string_view s) {
+    uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+      throw std::invalid_argument(fmt::format("--seeds: '{}' is not a non-negative integer", s));
+    return v;
+  };
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view part(text.data() + start, end - start);
+    const size_t dash = part.find('-');
+    if (dash == std::string_view::npos) {
+      seeds.push_back(number(part));
+    } else {
+      const uint64_t lo = number(part.substr(0, dash)), hi = number(part.substr(dash + 1));
+      if (hi < lo || hi - lo > 10000) throw std::invalid_argument(fmt::format("--seeds: bad range '{}'", part));
+      for (uint64_t s = lo; s <= hi; ++s) seeds.push_back(s);
+    }
+    start = end + 1;
+  }
+  return seeds;
+}
+
+class ProgressLine {
+ public:
+  explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
+  void update(const ExperimentProgress& p) {
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (p.jobs_done != p.jobs_total && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double pct = p.arrivals_total ? 100.0 * static_cast<double>(p.arrivals_done) / p.arrivals_total : 100.0;
+    fmt::print(stderr, "\rsimulate: {}/{} runs done, {:5.1f}% of arrivals scheduled", p.jobs_done, p.jobs_total, pct);
+    if (p.jobs_done == p.jobs_total) fmt::print(stderr, "\n");
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+void run_simulate(const SimulateFlags& f) {
+  if (f.nodes.empty() != f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
+  if (!(f.tune > 0 && f.tune <= 10)) throw std::invalid_argument(fmt::format("--tune {} is outside (0, 10]", f.tune));
+  ExperimentSpec spec;
+  std::string cluster_label, workload_label;
+  if (!f.nodes.empty()) {
+    spec.nodes = read_openb_nodes(f.nodes);
+    spec.trace = to_workload(read_openb_pods(f.pods));
+    cluster_label = std::filesystem::path(f.nodes).filename().string();
+    workload_label = std::filesystem::path(f.pods).stem().string();
+  } else {
+    SyntheticOptions opt;
+    opt.node_count = f.synthetic_nodes;
+    spec.nodes = synthetic_nodes(opt);
+    spec.trace = synthetic_workload(opt, ClusterState(spec.nodes).gpu_capacity_milli());
+    cluster_label = fmt::format("synthetic ({} nodes)", spec.nodes.size());
+    workload_label = fmt::format("synthetic ({} pods)", spec.trace.size());
+  }
+  spec.trace.sort_by_name();
+  spec.policies = f.policy == "all" ? policy_names() : std::vector<std::string>{f.policy};
+  spec.seeds = parse_seeds(f.seeds);
+  spec.tune = f.tune;
+  spec.threads = f.threads;
+
+  std::vector<std::string> arrival_pods;
+  if (!f.order.empty()) {
+    std::unordered_map<std::string, int32_t> by_name;
+    for (size_t i = 0; i < spec.trace.size(); ++i) by_name.emplace(spec.trace.names[i], static_cast<int32_t>(i));
+    arrival_pods = read_arrival_order(f.order);
+    std::vector<int32_t> order;
+    for (size_t i = 0; i < arrival_pods.size(); ++i) {
+      auto it = by_name.find(arrival_pods[i]);
+      if (it == by_name.end())
+        throw InputError(fmt::format("{}:{}: column 'pod': not in the pod file (value '{}')", f.order, i + 2,
+                                     arrival_pods[i]));
+      order.push_back(it->second);
+    }
+    spec.fixed_order = std::move(order);
+  }
+  if (!f.node_rank.empty()) {
+    std::unordered_map<std::string, int64_t> rank_by_node;
+    for (const auto& r : read_node_rank(f.node_rank)) {
+      if (!rank_by_node.emplace(r.node, r.rank).second)
+        throw InputError(fmt::format("{}: node '{}' is ranked twice", f.node_rank, r.node));
+    }
+    std::vector<int64_t> rank;
+    for (const NodeSpec& n : spec.nodes) {
+      auto it = rank_by_node.find(n.name);
+      if (it == rank_by_node.end()) throw InputError(fmt::format("{}: node '{}' has no rank", f.node_rank, n.name));
+      rank.push_back(it->second);
+    }
+    spec.node_rank = std::move(rank);
+  }
+
+  if (!f.quiet)
+    fmt::print("cluster: {} ({} nodes, {} GPUs); workload: {} ({} pods); tune {}; seeds {}; policies {}\n",
+               cluster_label, spec.nodes.size(), ClusterState(spec.nodes).total_gpus(), workload_label,
+               spec.trace.size(), spec.tune, f.seeds, f.policy);
+  ProgressLine progress(!f.quiet);
+  const auto runs = run_experiment(spec, [&](const ExperimentProgress& p) { progress.update(p); });
+  const auto summary = summarize(runs);
+  fmt::print("{}", format_comparison_table(summary));
+
+  if (!f.out.empty()) {
+    std::filesystem::create_directories(f.out);
+    const std::string dir = f.out + "/";
+    write_curves_csv(dir + "curves.csv", runs);
+    write_summary_json(dir + "summary.json", runs, summary, cluster_label, workload_label, spec.tune);
+    write_allocation_svg(dir + "allocation.svg", summary,
+                         fmt::format("GPU allocation vs arrived workload: {}", workload_label));
+    std::vector<std::string> files = {"curves.csv", "summary.json", "allocation.svg"};
+    if (spec.fixed_order) {
+      std::vector<std::string> node_names;
+      for (const NodeSpec& n : spec.nodes) node_names.push_back(n.name);
+      write_placements_csv(dir + "placements.csv", runs, node_names, arrival_pods);
+      files.push_back("placements.csv");
+    }
+    if (!f.quiet) {
+      std::string list;
+      for (const auto& name : files) list += (list.empty() ? "" : ", ") + name;
+      fmt::print("wrote {} in {}\n", list, f.out);
+    }
+  }
+}
+
+}  // namespace
 
 void add_simulate_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("simulate", "replay a workload against a cluster and compare policies");
-  cmd->callback([] { fmt::print("simulate: not yet wired\n"); });
+  auto flags = std::make_shared<SimulateFlags>();
+  auto* cmd = app.add_subcommand("simulate", "replay a workload against a cluster and compare placement policies");
+  cmd->add_option("--nodes", flags->nodes, "openb node CSV (sn,cpu_milli,memory_mib,gpu,model)");
+  cmd->add_option("--pods", flags->pods, "openb pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...])");
+  cmd->add_option("--policy", flags->policy,
+                  "policy name or 'all': random, dotprod, gpuclustering, gpupacking, bestfit, fgd, firstfit, spread")
+      ->capture_default_str();
+  cmd->add_option("--seeds", flags->seeds, "seeds: 42, 42-51 or 1,5,7-9")->capture_default_str();
+  cmd->add_option("--tune", flags->tune, "arrived GPU request as a multiple of cluster GPU capacity")
+      ->capture_default_str();
+  cmd->add_option("--out", flags->out, "write curves.csv, summary.json, allocation.svg (and placements.csv) here");
+  cmd->add_option("--order", flags->order, "replay this arrival order (idx,pod) instead of sampling");
+  cmd->add_option("--node-rank", flags->node_rank, "node tie-break ranks (node,rank); lower rank wins ties");
+  cmd->add_option("--threads", flags->threads, "worker threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--synthetic-nodes", flags->synthetic_nodes,
+                  "size of the built-in synthetic cluster used without --nodes/--pods")
+      ->capture_default_str();
+  cmd->add_flag("--quiet", flags->quiet, "print only the comparison table");
+  cmd->callback([flags] { run_simulate(*flags); });
 }
 
 }  // namespace gpupack::cli

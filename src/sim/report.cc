@@ -1,0 +1,194 @@
+#include "sim/report.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace gpupack {
+namespace {
+
+std::ofstream open_out(const std::string& path) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot write file", path));
+  return out;
+}
+
+void finish(std::ofstream& out, const std::string& path) {
+  out.flush();
+  if (!out) throw std::runtime_error(fmt::format("{}: write failed", path));
+}
+
+double at(const std::vector<double>& v, int k) { return k < static_cast<int>(v.size()) ? v[k] : NAN; }
+
+}  // namespace
+
+std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs) {
+  std::vector<PolicySummary> out;
+  std::map<std::string, size_t> slot;
+  std::vector<std::vector<Curve>> curves;
+  for (const StaticRunResult& r : runs) {
+    auto [it, inserted] = slot.emplace(r.policy, out.size());
+    if (inserted) {
+      out.push_back({r.policy});
+      curves.emplace_back();
+    }
+    PolicySummary& s = out[it->second];
+    ++s.seeds;
+    s.mean_failed_pods += r.failed_pods;
+    s.mean_arrivals += static_cast<double>(r.steps.size());
+    s.mean_wall_seconds += r.wall_seconds;
+    s.mean_final_alloc_pct += r.final_alloc_pct();
+    curves[it->second].push_back(bucket_curve(r));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    PolicySummary& s = out[i];
+    s.mean = mean_curve(curves[i]);
+    s.mean_failed_pods /= s.seeds;
+    s.mean_arrivals /= s.seeds;
+    s.mean_wall_seconds /= s.seeds;
+    s.mean_final_alloc_pct /= s.seeds;
+  }
+  return out;
+}
+
+std::string format_comparison_table(const std::vector<PolicySummary>& summary) {
+  std::string out = fmt::format("{:<14} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9}\n", "policy", "seeds",
+                                "@90%", "@100%", "@110%", "@130%", "frag@130", "failed", "wall s");
+  out += fmt::format("{:<14} {:>6} {:>31} {:>8} {:>9} {:>9}\n", "", "", "GPU allocation % at arrived", "%",
+                     "pods", "per run");
+  size_t best = 0;
+  for (size_t i = 1; i < summary.size(); ++i)
+    if (at(summary[i].mean.alloc_pct, 130) > at(summary[best].mean.alloc_pct, 130)) best = i;
+  for (size_t i = 0; i < summary.size(); ++i) {
+    const PolicySummary& s = summary[i];
+    out += fmt::format("{:<14} {:>6} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>8.2f} {:>9.1f} {:>9.3f}{}\n", s.policy,
+                       s.seeds, at(s.mean.alloc_pct, 90), at(s.mean.alloc_pct, 100), at(s.mean.alloc_pct, 110),
+                       at(s.mean.alloc_pct, 130), at(s.mean.frag_pct, 130), s.mean_failed_pods,
+                       s.mean_wall_seconds, i == best && summary.size() > 1 ? "  <- best" : "");
+  }
+  return out;
+}
+
+void write_curves_csv(const std::string& path, const std::vector<StaticRunResult>& runs) {
+  auto out = open_out(path);
+  out << "policy,seed,arrived_pct,alloc_pct,frag_pct\n";
+  for (const StaticRunResult& r : runs) {
+    const Curve c = bucket_curve(r);
+    for (int k = 0; k <= kMaxArrivedPct; ++k) {
+      if (std::isnan(c.alloc_pct[k])) continue;
+      out << fmt::format("{},{},{},{:.4f},{:.4f}\n", r.policy, r.seed, k, c.alloc_pct[k], c.frag_pct[k]);
+    }
+  }
+  finish(out, path);
+}
+
+void write_summary_json(const std::string& path, const std::vector<StaticRunResult>& runs,
+                        const std::vector<PolicySummary>& summary, const std::string& cluster_label,
+                        const std::string& workload_label, double tune) {
+  nlohmann::json j;
+  j["cluster"] = cluster_label;
+  j["workload"] = workload_label;
+  j["tune"] = tune;
+  j["capacity_gpu_milli"] = runs.empty() ? 0 : runs.front().capacity_milli;
+  auto& jr = j["runs"] = nlohmann::json::array();
+  for (const StaticRunResult& r : runs) {
+    const Curve c = bucket_curve(r);
+    jr.push_back({{"policy", r.policy},
+                  {"seed", r.seed},
+                  {"arrivals", r.steps.size()},
+                  {"final_alloc_pct", r.final_alloc_pct()},
+                  {"final_frag_pct", r.steps.empty() ? 0.0 : 100.0 * r.steps.back().frag_milli / r.capacity_milli},
+                  {"failed_pods", r.failed_pods},
+                  {"wall_seconds", r.wall_seconds}});
+  }
+  auto& jp = j["policies"] = nlohmann::json::object();
+  for (const PolicySummary& s : summary) {
+    nlohmann::json p = {{"seeds", s.seeds},
+                        {"mean_final_alloc_pct", s.mean_final_alloc_pct},
+                        {"mean_failed_pods", s.mean_failed_pods},
+                        {"mean_wall_seconds", s.mean_wall_seconds}};
+    for (int k : {90, 100, 110, 130}) {
+      const double v = at(s.mean.alloc_pct, k);
+      p[fmt::format("alloc_pct_at_{}", k)] = std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+    }
+    jp[s.policy] = p;
+  }
+  auto out = open_out(path);
+  out << j.dump(2) << "\n";
+  finish(out, path);
+}
+
+void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary,
+                          const std::string& title) {
+  // Plot area: x = arrived 0..130 %, y = allocation 0..100 %.
+  constexpr double kLeft = 70, kTop = 50, kWidth = 640, kHeight = 400;
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  auto x = [&](double pct) { return kLeft + pct / kMaxArrivedPct * kWidth; };
+  auto y = [&](double pct) { return kTop + (1.0 - pct / 100.0) * kHeight; };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
+      kLeft + kWidth + 180, kTop + kHeight + 60, kLeft + kWidth / 2, title);
+  for (int g = 0; g <= 100; g += 20) {
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+        kLeft, y(g), kLeft + kWidth, kLeft - 6, y(g) + 4, g);
+  }
+  for (int a = 0; a <= kMaxArrivedPct; a += 10) {
+    svg += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+        x(a), kTop, kTop + kHeight, kTop + kHeight + 16, a);
+  }
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n"
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arrived workload (% of cluster GPU capacity)</text>\n"
+      "<text transform=\"translate(22,{}) rotate(-90)\" text-anchor=\"middle\">GPU allocation (%)</text>\n",
+      kLeft, kTop, kWidth, kHeight, kLeft + kWidth / 2, kTop + kHeight + 40, kTop + kHeight / 2);
+  for (size_t i = 0; i < summary.size(); ++i) {
+    const char* color = kColors[i % std::size(kColors)];
+    std::string points;
+    for (int k = 0; k <= kMaxArrivedPct; ++k) {
+      const double v = at(summary[i].mean.alloc_pct, k);
+      if (!std::isnan(v)) points += fmt::format("{:.1f},{:.1f} ", x(k), y(v));
+    }
+    svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", color, points);
+    const double ly = kTop + 10 + 20.0 * static_cast<double>(i);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
+        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7:.2f}%)</text>\n",
+        kLeft + kWidth + 15, ly, kLeft + kWidth + 40, color, kLeft + kWidth + 46, ly + 4, summary[i].policy,
+        at(summary[i].mean.alloc_pct, 130));
+  }
+  svg += "</svg>\n";
+  auto out = open_out(path);
+  out << svg;
+  finish(out, path);
+}
+
+void write_placements_csv(const std::string& path, const std::vector<StaticRunResult>& runs,
+                          const std::vector<std::string>& node_names,
+                          const std::vector<std::string>& arrival_pods) {
+  auto out = open_out(path);
+  out << "policy,idx,pod,node,gpus\n";
+  for (const StaticRunResult& r : runs) {
+    for (size_t i = 0; i < r.placements.size(); ++i) {
+      const Assignment& a = r.placements[i];
+      std::string gpus;
+      for (int g = 0; g < 32; ++g)
+        if ((a.gpu_mask >> g) & 1u) gpus += (gpus.empty() ? "" : "|") + std::to_string(g);
+      out << r.policy << ',' << i << ',' << (i < arrival_pods.size() ? arrival_pods[i] : "") << ','
+          << (valid(a.node) ? node_names.at(index(a.node)) : "") << ',' << gpus << '\n';
+    }
+  }
+  finish(out, path);
+}
+
+}  // namespace gpupack

@@ -1,0 +1,47 @@
+// Reports of a static experiment: comparison table, curves.csv,
+// summary.json, allocation.svg and placements.csv.
+//
+// Contract: `summarize()` groups runs by policy (in first-seen order) and
+// averages over seeds. Writers create or overwrite one file each and throw
+// std::runtime_error naming the path when it cannot be written. Formats are
+// documented in docs/REPORTS.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/workload.h"
+#include "sim/curves.h"
+#include "sim/static_experiment.h"
+
+namespace gpupack {
+
+struct PolicySummary {
+  std::string policy;
+  int seeds = 0;
+  Curve mean;                    // over seeds
+  double mean_failed_pods = 0;
+  double mean_arrivals = 0;
+  double mean_wall_seconds = 0;
+  double mean_final_alloc_pct = 0;
+};
+
+std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs);
+
+// Allocation % at 90/100/110/130 % arrived, fragmentation % at 130, failed
+// pods and wall time per run; the best policy at 130 % is marked.
+std::string format_comparison_table(const std::vector<PolicySummary>& summary);
+
+void write_curves_csv(const std::string& path, const std::vector<StaticRunResult>& runs);
+void write_summary_json(const std::string& path, const std::vector<StaticRunResult>& runs,
+                        const std::vector<PolicySummary>& summary, const std::string& cluster_label,
+                        const std::string& workload_label, double tune);
+void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary,
+                          const std::string& title);
+// One row per arrival: policy,idx,pod,node,gpus (GPU indices joined by '|';
+// node empty for a failed pod). `arrival_pods[i]` names arrival i.
+void write_placements_csv(const std::string& path, const std::vector<StaticRunResult>& runs,
+                          const std::vector<std::string>& node_names,
+                          const std::vector<std::string>& arrival_pods);
+
+}  // namespace gpupack
