@@ -58,6 +58,18 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   return seeds;
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    out.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 class ProgressLine {
  public:
   explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
@@ -95,7 +107,7 @@ void run_simulate(const SimulateFlags& f) {
     workload_label = fmt::format("synthetic ({} pods)", spec.trace.size());
   }
   spec.trace.sort_by_name();
-  spec.policies = f.policy == "all" ? policy_names() : std::vector<std::string>{f.policy};
+  spec.policies = f.policy == "all" ? policy_names() : split_list(f.policy);
   spec.seeds = parse_seeds(f.seeds);
   spec.tune = f.tune;
   spec.threads = f.threads;
@@ -169,7 +181,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--nodes", flags->nodes, "openb node CSV (sn,cpu_milli,memory_mib,gpu,model)");
   cmd->add_option("--pods", flags->pods, "openb pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...])");
   cmd->add_option("--policy", flags->policy,
-                  "policy name or 'all': random, dotprod, gpuclustering, gpupacking, bestfit, fgd, firstfit, spread")
+                  "policy name, comma-separated names, or 'all': random, dotprod, gpuclustering, gpupacking, bestfit, fgd, firstfit, spread")
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "seeds: 42, 42-51 or 1,5,7-9")->capture_default_str();
   cmd->add_option("--tune", flags->tune, "arrived GPU request as a multiple of cluster GPU capacity")

@@ -55,7 +55,7 @@ Decision Scheduler::decide(const ClusterState& state, const Request& req) {
     }
     d.score = best_score;
   }
-  if (!d.placed()) d.reason = most_common_reason(state, req);
+  if (!d.placed() && explain_failures_) d.reason = most_common_reason(state, req);
   return d;
 }
 

@@ -31,6 +31,9 @@ class Scheduler {
   explicit Scheduler(Policy& policy, std::vector<int64_t> node_rank = {});
 
   Decision decide(const ClusterState& state, const Request& req);
+  // When off, a failed decision leaves `reason` kNone and skips the second
+  // pass over the nodes that finds it (simulators that only count failures).
+  void set_explain_failures(bool on) { explain_failures_ = on; }
   Decision schedule(ClusterState& state, PodId pod, const Request& req);
   Policy& policy() { return policy_; }
 
@@ -46,6 +49,7 @@ class Scheduler {
   Policy& policy_;
   std::vector<int64_t> node_rank_;
   std::vector<Candidate> scratch_;
+  bool explain_failures_ = true;
 };
 
 }  // namespace gpupack

@@ -46,6 +46,7 @@ StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const R
   const auto start = std::chrono::steady_clock::now();
   ClusterState state(nodes);
   Scheduler scheduler(policy, std::move(node_rank));
+  scheduler.set_explain_failures(false);
   FragTracker frag(frag_target, state);
   StaticRunResult out;
   out.policy = std::string(policy.name());

@@ -1,0 +1,118 @@
+// Engine benchmarks: whole static-arrival experiments (the FGD paper's
+// method) on the openb default trace and on a 10x synthetic cluster, and the
+// cost of one scheduling decision. openb cases read shared/traces/openb and
+// report an error (skipped) when it is absent.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "io/openb.h"
+#include "model/cluster_state.h"
+#include "policy/registry.h"
+#include "sched/scheduler.h"
+#include "sim/random.h"
+#include "sim/static_experiment.h"
+#include "sim/synthetic.h"
+
+namespace gpupack {
+namespace {
+
+struct Loaded {
+  std::vector<NodeSpec> nodes;
+  Workload trace;
+  std::vector<Request> arrivals;
+  std::shared_ptr<const TargetWorkload> target;
+};
+
+Loaded prepare(std::vector<NodeSpec> nodes, Workload trace, uint64_t seed) {
+  Loaded l{std::move(nodes), std::move(trace), {}, nullptr};
+  l.trace.sort_by_name();
+  for (int32_t i : sample_static_arrivals(l.trace.requests, ClusterState(l.nodes).gpu_capacity_milli(), 1.3, seed))
+    l.arrivals.push_back(l.trace.requests[i]);
+  l.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(l.trace.requests, l.trace.model_keys));
+  return l;
+}
+
+const Loaded* openb_default() {
+  static const std::unique_ptr<Loaded> loaded = []() -> std::unique_ptr<Loaded> {
+    const std::string dir = std::string(GPUPACK_SHARED_DIR) + "/traces/openb/";
+    if (!std::filesystem::exists(dir + "openb_pod_list_default.csv")) return nullptr;
+    return std::make_unique<Loaded>(prepare(read_openb_nodes(dir + "openb_node_list_gpu_node.csv"),
+                                            to_workload(read_openb_pods(dir + "openb_pod_list_default.csv")), 42));
+  }();
+  return loaded.get();
+}
+
+void run_one(benchmark::State& state, const Loaded& l, const std::string& policy_name) {
+  size_t arrivals = 0;
+  for (auto _ : state) {
+    auto policy = make_policy(policy_name, {42, l.target});
+    const StaticRunResult r = run_static(l.nodes, l.arrivals, *policy, seeded_rank(l.nodes.size(), 42), *l.target);
+    benchmark::DoNotOptimize(r.steps.back().used_milli);
+    arrivals += r.steps.size();
+  }
+  state.counters["node_evals/s"] = benchmark::Counter(
+      static_cast<double>(arrivals) * static_cast<double>(l.nodes.size()), benchmark::Counter::kIsRate);
+}
+
+// One experiment: openb default, tune 1.3, seed 42 (10,866 arrivals x 1,213 nodes).
+void BM_OpenbDefaultExperiment(benchmark::State& state, const std::string& policy) {
+  const Loaded* l = openb_default();
+  if (!l) {
+    state.SkipWithError("shared/traces/openb not found");
+    return;
+  }
+  run_one(state, *l, policy);
+}
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, fgd, std::string("fgd"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, bestfit, std::string("bestfit"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, dotprod, std::string("dotprod"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, gpupacking, std::string("gpupacking"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, gpuclustering, std::string("gpuclustering"))
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, random, std::string("random"))->Unit(benchmark::kMillisecond);
+
+// 10x synthetic cluster: 12,000 nodes, ~106,000 arrivals at tune 1.3.
+void BM_Synthetic10xFgd(benchmark::State& state) {
+  static const Loaded l = [] {
+    SyntheticOptions opt;
+    opt.node_count = 12000;
+    auto nodes = synthetic_nodes(opt);
+    auto trace = synthetic_workload(opt, ClusterState(nodes).gpu_capacity_milli());
+    return prepare(std::move(nodes), std::move(trace), 42);
+  }();
+  state.counters["arrivals"] = static_cast<double>(l.arrivals.size());
+  run_one(state, l, "fgd");
+}
+BENCHMARK(BM_Synthetic10xFgd)->Unit(benchmark::kSecond)->Iterations(1);
+
+// One decision on a half-full openb cluster (no bind), per policy.
+void BM_DecideHalfFullOpenb(benchmark::State& state, const std::string& policy_name) {
+  const Loaded* l = openb_default();
+  if (!l) {
+    state.SkipWithError("shared/traces/openb not found");
+    return;
+  }
+  ClusterState cluster(l->nodes);
+  auto policy = make_policy(policy_name, {42, l->target});
+  Scheduler sched(*policy);
+  size_t i = 0;
+  for (; i < l->arrivals.size() && cluster.gpu_used_milli() < cluster.gpu_capacity_milli() / 2; ++i)
+    sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l->arrivals[i]);
+  size_t k = i;
+  for (auto _ : state) {
+    // Fresh memo per decision so the measured cost is the uncached one.
+    auto fresh = make_policy(policy_name, {42, l->target});
+    Scheduler s(*fresh);
+    benchmark::DoNotOptimize(s.decide(cluster, l->arrivals[k]));
+    if (++k == l->arrivals.size()) k = i;
+  }
+}
+BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, fgd, std::string("fgd"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace gpupack
+
+BENCHMARK_MAIN();
