@@ -1,0 +1,4 @@
+#include "cli/commands.h"
+namespace gpupack::cli {
+void add_probe_command(CLI::App& app) { (void)app; }
+}
