@@ -234,11 +234,13 @@ bool CachingAllocatorModel::map_block(Pool& pool, Block* to_map, std::uint64_t b
 }
 
 Block* CachingAllocatorModel::alloc_expandable(Pool& pool, std::int32_t stream, std::uint64_t rounded) {
+  if (rounded > memory_limit()) return nullptr;  // could never be mapped
   Block* candidate = find_expandable(pool, stream, rounded);
   // candidate is free -> unmapped -> ..., or unmapped -> (free) -> ...
   if (!candidate->mapped && !map_block(pool, candidate, std::min(candidate->size, rounded))) return nullptr;
   while (candidate->size < rounded) {
     Block* next = candidate->next;
+    if (next == nullptr || next->allocated || next->mapped) return nullptr;  // range exhausted
     if (!map_block(pool, next, std::min(rounded - candidate->size, next->size))) return nullptr;
     candidate = next;  // map_block merged the previous candidate into it
   }

@@ -371,5 +371,15 @@ TEST(Expandable, OomRetryAfterUnmappingCache) {
   EXPECT_EQ(m.stats().reserved_bytes, 60 * MiB);
 }
 
+TEST(Expandable, RequestAboveTheCapIsAnOomNotACrash) {
+  CachingAllocatorModel m(conf("expandable_segments:True"), 100 * MiB);
+  EXPECT_EQ(m.malloc(200 * MiB), nullptr);
+  EXPECT_EQ(m.stats().num_ooms, 1u);
+  EXPECT_NE(m.malloc(90 * MiB), nullptr);  // five 20 MiB pages: exactly the cap
+  EXPECT_EQ(m.stats().reserved_bytes, 100 * MiB);
+  EXPECT_EQ(m.malloc(512), nullptr);       // a small page no longer fits
+  EXPECT_EQ(m.stats().num_ooms, 2u);
+}
+
 }  // namespace
 }  // namespace gpupack
