@@ -7,5 +7,7 @@
 namespace gpupack::cli {
 
 void add_simulate_command(CLI::App& app);
+void add_allocsim_command(CLI::App& app);
+void add_probe_command(CLI::App& app);
 
 }  // namespace gpupack::cli
