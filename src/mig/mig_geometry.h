@@ -52,6 +52,9 @@ struct MigGeometry {
   int memory_slices = 0;       // 8 (A100/H100/H200) or 4 (A30)
   int compute_slices = 0;      // 7 or 4: the compute budget of a GPU
   bool inferred = false;       // the whole table is inferred (H200)
+  // PCI device+vendor ids of the boards of this model, as mig-parted's
+  // `device-filter` spells them ("0x20B010DE").
+  std::vector<std::string> pci_device_ids;
   std::vector<MigProfile> profiles;
 
   int size() const { return static_cast<int>(profiles.size()); }
