@@ -79,6 +79,11 @@ std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, co
                                                       const std::vector<std::string>& nodes,
                                                       size_t max_states) {
   const int n = geo.size();
+  // Upper bound on the states of one layer: give up at once when even one
+  // layer could exceed the budget.
+  double bound = 2;
+  for (int i = 0; i < n; ++i) bound *= want[i] + 1;
+  if (bound > static_cast<double>(max_states)) return std::nullopt;
   const auto layouts = useful_layouts(geo, want);
   using Key = std::pair<MigCountVector, bool>;
   struct Entry {

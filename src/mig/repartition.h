@@ -70,7 +70,7 @@ struct MigRepartitionPlan {
 // `max_exact_states` bounds the exact search per model (states summed over
 // GPUs); beyond it the greedy fallback plans that model.
 MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus, const MigDemand& demand,
-                                        size_t max_exact_states = 200000);
+                                        size_t max_exact_states = 50000);
 
 // What applying a mig-parted config does to the GPUs, as gpupack models it:
 // each GPU of a node whose label names a config gets the counts of the first
