@@ -7,5 +7,6 @@
 namespace gpupack::cli {
 
 void add_simulate_command(CLI::App& app);
+void add_config_command(CLI::App& app);
 
 }  // namespace gpupack::cli

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpupack 0.1.0");
   gpupack::cli::add_simulate_command(app);
+  gpupack::cli::add_config_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

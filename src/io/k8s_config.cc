@@ -224,49 +224,53 @@ std::map<std::string, int> parse_profile_counts(std::string_view text) {
 
 std::string mig_parted_config_yaml(const MigPartedConfig& cfg) {
   if (cfg.empty()) bad("mig-configs", "at least one named config is required");
-  YAML::Node configs;
+  // Written with the emitter so that PCI ids are quoted: a plain 0x233010DE
+  // would read back as an integer.
+  YAML::Emitter out;
+  out << YAML::BeginMap << YAML::Key << "version" << YAML::Value << "v1";
+  out << YAML::Key << "mig-configs" << YAML::Value << YAML::BeginMap;
   for (const auto& [name, entries] : cfg) {
     if (name.empty()) bad("mig-configs", "empty config name");
     if (entries.empty()) bad("mig-configs." + name, "at least one entry is required");
-    YAML::Node list(YAML::NodeType::Sequence);
+    out << YAML::Key << name << YAML::Value << YAML::BeginSeq;
     for (const auto& e : entries) {
-      YAML::Node n;
+      out << YAML::BeginMap;
       if (!e.device_filter.empty()) {
-        YAML::Node f(YAML::NodeType::Sequence);
-        for (const auto& d : e.device_filter) f.push_back(d);
-        n["device-filter"] = f;
+        out << YAML::Key << "device-filter" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& d : e.device_filter) out << YAML::DoubleQuoted << d;
+        out << YAML::EndSeq;
       }
+      out << YAML::Key << "devices" << YAML::Value;
       if (e.devices) {
-        YAML::Node d(YAML::NodeType::Sequence);
+        out << YAML::Flow << YAML::BeginSeq;
         for (int i : *e.devices) {
           if (i < 0) bad("mig-configs." + name + ".devices", fmt::format("negative GPU index {}", i));
-          d.push_back(i);
+          out << i;
         }
-        d.SetStyle(YAML::EmitterStyle::Flow);
-        n["devices"] = d;
+        out << YAML::EndSeq;
       } else {
-        n["devices"] = "all";
+        out << "all";
       }
-      n["mig-enabled"] = e.mig_enabled;
+      out << YAML::Key << "mig-enabled" << YAML::Value << e.mig_enabled;
       if (e.mig_enabled) {
-        YAML::Node m(YAML::NodeType::Map);
+        out << YAML::Key << "mig-devices" << YAML::Value << YAML::BeginMap;
         for (const auto& [p, count] : e.mig_devices) {
-          if (!valid_mig_profile_name(p)) bad("mig-configs." + name + ".mig-devices", fmt::format("\"{}\" is not a MIG profile name", p));
+          if (!valid_mig_profile_name(p)) {
+            bad("mig-configs." + name + ".mig-devices", fmt::format("\"{}\" is not a MIG profile name", p));
+          }
           if (count < 0) bad("mig-configs." + name + ".mig-devices." + p, "negative count");
-          m[p] = count;
+          out << YAML::Key << YAML::DoubleQuoted << p << YAML::Value << count;
         }
-        n["mig-devices"] = m;
+        out << YAML::EndMap;
       } else if (!e.mig_devices.empty()) {
         bad("mig-configs." + name + ".mig-devices", "must be empty when mig-enabled is false");
       }
-      list.push_back(n);
+      out << YAML::EndMap;
     }
-    configs[name] = list;
+    out << YAML::EndSeq;
   }
-  YAML::Node doc;
-  doc["version"] = "v1";
-  doc["mig-configs"] = configs;
-  return emit(doc);
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
 }
 
 std::vector<std::string> check_mig_parted_config(const YAML::Node& doc) {
@@ -300,10 +304,19 @@ std::vector<std::string> check_mig_parted_config(const YAML::Node& doc) {
       if (e["device-filter"]) {
         const YAML::Node& f = e["device-filter"];
         bool ok = f.IsScalar() || f.IsSequence();
+        auto plain_number = [](const YAML::Node& x) {
+          int64_t v;
+          return is_plain(x) && (as_int(x, v) || x.Scalar().rfind("0x", 0) == 0 || x.Scalar().rfind("0X", 0) == 0);
+        };
+        bool quoted = !(f.IsScalar() && plain_number(f));
         if (f.IsSequence()) {
-          for (const auto& x : f) ok = ok && x.IsScalar();
+          for (const auto& x : f) {
+            ok = ok && x.IsScalar();
+            quoted = quoted && !plain_number(x);
+          }
         }
         if (!ok) c.add(ep + ".device-filter", "must be a string or a list of strings");
+        if (ok && !quoted) c.add(ep + ".device-filter", "PCI ids must be quoted strings (a plain 0x... reads as an integer)");
       }
       YAML::Node devices = c.need(e, "devices", ep);
       if (devices) {

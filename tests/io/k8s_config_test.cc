@@ -78,6 +78,10 @@ TEST(K8sConfig, MigPartedSkeleton) {
   EXPECT_EQ(doc["mig-configs"]["all-balanced"][0]["mig-devices"]["1g.10gb"].as<int>(), 2);
   EXPECT_EQ(doc["mig-configs"]["all-balanced"][0]["device-filter"][0].as<std::string>(), "0x233010DE");
   EXPECT_EQ(doc["mig-configs"]["split"][1]["devices"][0].as<int>(), 2);
+  // A plain 0x... PCI id would read as an integer in YAML 1.1 loaders.
+  YAML::Node unquoted = YAML::Load("version: v1\nmig-configs:\n  a:\n    - device-filter: [0x233010DE]\n"
+                                   "      devices: all\n      mig-enabled: false\n");
+  EXPECT_TRUE(mentions(check_mig_parted_config(unquoted), "must be quoted"));
 
   doc["mig-configs"]["split"][0]["mig-devices"]["1g.10gb"] = 1;  // disabled GPU with devices
   doc["mig-configs"]["split"][1]["devices"] = "some";
