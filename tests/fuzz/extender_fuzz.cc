@@ -1,4 +1,5 @@
-// libFuzzer target: extender wire parsers and the Kubernetes object readers
+// libFuzzer target: extender wire parsers, the Kubernetes object readers and
+// the Prometheus text parser
 // must never crash, never leak an exception type other than
 // std::invalid_argument (object readers), and whatever parses must serialise
 // and parse back.
@@ -8,6 +9,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "io/dcgm.h"
 #include "io/kubectl.h"
 #include "server/extender_wire.h"
 
@@ -63,6 +65,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     parse_node_list(body, "fuzz");
+  } catch (const std::invalid_argument&) {
+  }
+  // The metrics text parser shares the hostile-input contract.
+  try {
+    observe_dcgm(parse_prometheus_text(body, "fuzz"), "fuzz");
   } catch (const std::invalid_argument&) {
   }
   return 0;

@@ -23,6 +23,7 @@ sources=(
   "$root/src/server/extender_wire.cc"
   "$root/src/io/kubectl.cc"
   "$root/src/io/quantity.cc"
+  "$root/src/io/dcgm.cc"
   "$root"/src/model/*.cc
 )
 newest_src=$(ls -t "${sources[@]}" "$root"/src/server/*.h "$root"/src/io/*.h "$root"/src/model/*.h "$0" | head -1)
