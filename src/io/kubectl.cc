@@ -1,0 +1,749 @@
+#include "io/kubectl.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "io/quantity.h"
+
+namespace gpupack {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kGpuResource = "nvidia.com/gpu";
+constexpr std::string_view kGpuSharedResource = "nvidia.com/gpu.shared";
+constexpr std::string_view kMigPrefix = "nvidia.com/mig-";
+constexpr int64_t kMiB = 1024 * 1024;
+
+[[noreturn]] void fail(const std::string& object, std::string_view path, std::string_view msg) {
+  throw std::invalid_argument(fmt::format("{}: {}: {}", object, path, msg));
+}
+
+std::string short_dump(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
+// The member `key` of object `j`, or nullptr when absent or null.
+const json* member(const json& j, std::string_view key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const json* object_member(const std::string& obj, const json& j, std::string_view key, const std::string& path) {
+  const json* v = member(j, key);
+  if (v != nullptr && !v->is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(*v)));
+  return v;
+}
+
+const json* array_member(const std::string& obj, const json& j, std::string_view key, const std::string& path) {
+  const json* v = member(j, key);
+  if (v != nullptr && !v->is_array()) fail(obj, path, fmt::format("expected an array, got {}", short_dump(*v)));
+  return v;
+}
+
+std::string string_member(const std::string& obj, const json& j, std::string_view key, const std::string& path) {
+  const json* v = member(j, key);
+  if (v == nullptr) return {};
+  if (!v->is_string()) fail(obj, path, fmt::format("expected a string, got {}", short_dump(*v)));
+  return v->get<std::string>();
+}
+
+bool bool_member(const std::string& obj, const json& j, std::string_view key, const std::string& path) {
+  const json* v = member(j, key);
+  if (v == nullptr) return false;
+  if (!v->is_boolean()) fail(obj, path, fmt::format("expected a boolean, got {}", short_dump(*v)));
+  return v->get<bool>();
+}
+
+std::map<std::string, std::string> string_map(const std::string& obj, const json& j, std::string_view key,
+                                              const std::string& path) {
+  std::map<std::string, std::string> out;
+  const json* m = object_member(obj, j, key, path);
+  if (m == nullptr) return out;
+  for (auto it = m->begin(); it != m->end(); ++it) {
+    if (!it->is_string()) {
+      fail(obj, fmt::format("{}[\"{}\"]", path, it.key()), fmt::format("expected a string, got {}", short_dump(*it)));
+    }
+    out.emplace(it.key(), it->get<std::string>());
+  }
+  return out;
+}
+
+// Resource lists hold quantities; Kubernetes also accepts plain JSON numbers.
+std::map<std::string, std::string> quantity_map(const std::string& obj, const json& j, std::string_view key,
+                                                const std::string& path) {
+  std::map<std::string, std::string> out;
+  const json* m = object_member(obj, j, key, path);
+  if (m == nullptr) return out;
+  for (auto it = m->begin(); it != m->end(); ++it) {
+    std::string field = fmt::format("{}[\"{}\"]", path, it.key());
+    if (it->is_string()) {
+      out.emplace(it.key(), it->get<std::string>());
+    } else if (it->is_number_integer()) {
+      out.emplace(it.key(), it->dump());
+    } else {
+      fail(obj, field, fmt::format("expected a quantity string, got {}", short_dump(*it)));
+    }
+  }
+  return out;
+}
+
+Quantity quantity_at(const std::string& obj, const std::string& field, const std::string& text) {
+  try {
+    return parse_quantity(text);
+  } catch (const std::exception& e) {
+    fail(obj, field, e.what());
+  }
+}
+
+// Integer value of a count-like resource ("2", "2k"); fractions are an error.
+int64_t count_at(const std::string& obj, const std::string& field, const std::string& text) {
+  Quantity q = quantity_at(obj, field, text);
+  try {
+    if (!quantity_is_integer(q)) fail(obj, field, fmt::format("\"{}\" is not a whole number", text));
+    int64_t v = quantity_value(q);
+    if (v < 0) fail(obj, field, fmt::format("\"{}\" is negative", text));
+    return v;
+  } catch (const std::out_of_range&) {
+    fail(obj, field, fmt::format("\"{}\" is out of range", text));
+  }
+}
+
+int64_t strict_int(const std::string& obj, const std::string& field, std::string_view text, int64_t lo, int64_t hi) {
+  bool ok = !text.empty() && text.size() <= 18;
+  int64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') {
+      ok = false;
+      break;
+    }
+    v = v * 10 + (c - '0');
+  }
+  if (!ok || v < lo || v > hi) {
+    fail(obj, field, fmt::format("\"{}\" is not an integer in {}..{}", text, lo, hi));
+  }
+  return v;
+}
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+// Lower case, space -> '-', characters outside [a-z0-9-_.] dropped.
+std::string normalize_product(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (std::isspace(u)) {
+      out.push_back('-');
+    } else if (std::isalnum(u) || c == '-' || c == '_' || c == '.') {
+      out.push_back(static_cast<char>(std::tolower(u)));
+    }
+  }
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+json parse_document(std::string_view text, std::string_view source) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  }
+}
+
+const json& items_of(const json& doc, std::string_view source) {
+  if (!doc.is_object()) throw std::invalid_argument(fmt::format("{}: expected a JSON object with \"items\"", source));
+  auto it = doc.find("items");
+  if (it == doc.end() || !it->is_array()) {
+    throw std::invalid_argument(fmt::format("{}: \"items\" is missing or not an array", source));
+  }
+  return *it;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+template <class T, class F>
+std::vector<T> parse_items(std::string_view text, std::string_view source, std::vector<std::string>* rejected,
+                           F parse_one) {
+  json doc = parse_document(text, source);
+  const json& items = items_of(doc, source);
+  std::vector<T> out;
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    try {
+      out.push_back(parse_one(items[i]));
+    } catch (const std::invalid_argument& e) {
+      std::string msg = fmt::format("{}: items[{}]: {}", source, i, e.what());
+      if (rejected == nullptr) throw std::invalid_argument(msg);
+      rejected->push_back(std::move(msg));
+    }
+  }
+  return out;
+}
+
+// --- pods ---------------------------------------------------------------
+
+// Per-resource totals: cpu in milli, memory in bytes, everything else in units.
+using ResourceTotals = std::map<std::string, int64_t>;
+
+int64_t resource_amount(const std::string& obj, const std::string& field, const std::string& name,
+                        const std::string& text) {
+  Quantity q = quantity_at(obj, field, text);
+  try {
+    if (name == "cpu") return quantity_milli(q);
+    if (name == "memory" || name == "ephemeral-storage" || starts_with(name, "hugepages-")) return quantity_value(q);
+  } catch (const std::out_of_range&) {
+    fail(obj, field, fmt::format("\"{}\" is out of range", text));
+  }
+  return count_at(obj, field, text);
+}
+
+int64_t checked_add(const std::string& obj, const std::string& field, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) fail(obj, field, "sum of requests overflows");
+  return r;
+}
+
+ResourceTotals container_requests(const std::string& obj, const json& c, const std::string& path) {
+  ResourceTotals out;
+  const json* res = object_member(obj, c, "resources", path + ".resources");
+  if (res == nullptr) return out;
+  auto requests = quantity_map(obj, *res, "requests", path + ".resources.requests");
+  auto limits = quantity_map(obj, *res, "limits", path + ".resources.limits");
+  for (const auto& [name, text] : requests) {
+    out[name] = resource_amount(obj, fmt::format("{}.resources.requests[\"{}\"]", path, name), name, text);
+  }
+  for (const auto& [name, text] : limits) {
+    if (requests.count(name) != 0) continue;
+    out[name] = resource_amount(obj, fmt::format("{}.resources.limits[\"{}\"]", path, name), name, text);
+  }
+  return out;
+}
+
+ResourceTotals effective_requests(const std::string& obj, const json& spec) {
+  ResourceTotals sum;
+  const json* containers = array_member(obj, spec, "containers", "spec.containers");
+  if (containers == nullptr) fail(obj, "spec.containers", "missing");
+  for (size_t i = 0; i < containers->size(); ++i) {
+    std::string path = fmt::format("spec.containers[{}]", i);
+    if (!(*containers)[i].is_object()) fail(obj, path, "expected an object");
+    for (const auto& [name, v] : container_requests(obj, (*containers)[i], path)) {
+      sum[name] = checked_add(obj, path, sum[name], v);
+    }
+  }
+  if (const json* inits = array_member(obj, spec, "initContainers", "spec.initContainers")) {
+    for (size_t i = 0; i < inits->size(); ++i) {
+      std::string path = fmt::format("spec.initContainers[{}]", i);
+      if (!(*inits)[i].is_object()) fail(obj, path, "expected an object");
+      for (const auto& [name, v] : container_requests(obj, (*inits)[i], path)) {
+        sum[name] = std::max(sum[name], v);
+      }
+    }
+  }
+  for (const auto& [name, text] : quantity_map(obj, spec, "overhead", "spec.overhead")) {
+    std::string field = fmt::format("spec.overhead[\"{}\"]", name);
+    sum[name] = checked_add(obj, field, sum[name], resource_amount(obj, field, name, text));
+  }
+  return sum;
+}
+
+std::string annotation_field(std::string_view key) { return fmt::format("metadata.annotations[\"{}\"]", key); }
+
+const std::string* find_annotation(const K8sPod& pod, std::string_view key) {
+  auto it = pod.annotations.find(std::string(key));
+  return it == pod.annotations.end() ? nullptr : &it->second;
+}
+
+void apply_gpu_request(const std::string& obj, K8sPod& pod, const ResourceTotals& totals) {
+  int64_t whole = 0;
+  for (const auto& [name, amount] : totals) {
+    if (name == "cpu" || name == "memory") continue;
+    if (name == kGpuResource) {
+      whole = amount;
+    } else if (name == kGpuSharedResource) {
+      pod.shared_replicas = amount;
+    } else if (starts_with(name, kMigPrefix)) {
+      if (amount > 0) pod.mig_devices[name.substr(kMigPrefix.size())] = amount;
+    } else {
+      pod.extended[name] = amount;
+    }
+  }
+  if (whole > 0 && pod.shared_replicas > 0) {
+    fail(obj, "spec.containers[*].resources",
+         fmt::format("asks for both {} ({}) and {} ({})", kGpuResource, whole, kGpuSharedResource,
+                     pod.shared_replicas));
+  }
+
+  int64_t milli = 0;
+  std::string milli_key;
+  for (std::string_view key : {annotations::kGpuMilli, annotations::kAlibabaGpuMilli}) {
+    if (const std::string* v = find_annotation(pod, key)) {
+      // The trace convention writes 0 for "no GPU"; gpupack's own key needs 1..1000.
+      int64_t lo = key == annotations::kGpuMilli ? 1 : 0;
+      milli = strict_int(obj, annotation_field(key), *v, lo, kGpuMilliPerGpu);
+      milli_key = std::string(key);
+      break;
+    }
+  }
+  int64_t alibaba_count = 0;
+  if (const std::string* v = find_annotation(pod, annotations::kAlibabaGpuCount)) {
+    alibaba_count = strict_int(obj, annotation_field(annotations::kAlibabaGpuCount), *v, 0, kMaxGpusPerNode);
+  }
+
+  Request& r = pod.request;
+  if (whole > 0) {
+    r.gpu_count = static_cast<int32_t>(std::min<int64_t>(whole, std::numeric_limits<int32_t>::max()));
+  } else if (pod.shared_replicas > 0) {
+    r.gpu_count = 1;
+  } else if (alibaba_count > 0) {
+    r.gpu_count = static_cast<int32_t>(alibaba_count);
+  } else if (milli > 0) {
+    r.gpu_count = 1;
+  }
+  if (r.gpu_count > 0) {
+    r.gpu_milli = milli > 0 ? static_cast<int32_t>(milli) : kGpuMilliPerGpu;
+    pod.gpu_milli_given = milli > 0;
+  } else if (milli > 0 && alibaba_count == 0 && !pod.mig_devices.empty()) {
+    fail(obj, annotation_field(milli_key), "a GPU share cannot apply to MIG devices");
+  }
+}
+
+void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
+  if (const std::string* v = find_annotation(pod, annotations::kGpuMemoryMib)) {
+    pod.gpu_memory_mib = strict_int(obj, annotation_field(annotations::kGpuMemoryMib), *v, 1,
+                                    int64_t{1} << 40);
+  }
+  if (const std::string* v = find_annotation(pod, annotations::kGpuModels)) {
+    std::string field = annotation_field(annotations::kGpuModels);
+    std::string_view rest = *v;
+    ModelMask mask = 0;
+    while (true) {
+      size_t comma = rest.find(',');
+      std::string name = trim(rest.substr(0, comma));
+      if (name.empty()) fail(obj, field, fmt::format("\"{}\" has an empty model name", *v));
+      auto id = find_gpu_model(name);
+      if (!id) {
+        fail(obj, field, fmt::format("unknown GPU model \"{}\" in \"{}\" (known: {})", name, *v,
+                                     GpuCatalog::builtin().known_names()));
+      }
+      mask |= model_bit(*id);
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    pod.request.allowed_models = mask;
+  }
+  const std::string* gang_name = find_annotation(pod, annotations::kGangName);
+  const std::string* gang_size = find_annotation(pod, annotations::kGangSize);
+  const std::string* gang_min = find_annotation(pod, annotations::kGangMinMember);
+  if (gang_name != nullptr) {
+    GangSpec g;
+    g.name = trim(*gang_name);
+    if (g.name.empty()) fail(obj, annotation_field(annotations::kGangName), "empty gang name");
+    if (gang_size != nullptr) {
+      g.size = static_cast<int32_t>(strict_int(obj, annotation_field(annotations::kGangSize), *gang_size, 1, 100000));
+    }
+    if (gang_min != nullptr) {
+      int64_t hi = g.size > 0 ? g.size : 100000;
+      g.min_member = static_cast<int32_t>(strict_int(obj, annotation_field(annotations::kGangMinMember), *gang_min, 1, hi));
+    } else {
+      g.min_member = g.size;
+    }
+    pod.gang = g;
+  } else if (gang_size != nullptr || gang_min != nullptr) {
+    fail(obj, annotation_field(gang_size ? annotations::kGangSize : annotations::kGangMinMember),
+         fmt::format("given without {}", annotations::kGangName));
+  }
+  if (const std::string* v = find_annotation(pod, annotations::kAssignedGpus)) {
+    try {
+      pod.assigned = parse_assigned_gpus(*v);
+    } catch (const std::invalid_argument& e) {
+      fail(obj, annotation_field(annotations::kAssignedGpus), e.what());
+    }
+  }
+}
+
+}  // namespace
+
+// --- GPU model names ----------------------------------------------------
+
+std::optional<GpuModelId> find_gpu_model(std::string_view product, const GpuCatalog& catalog) {
+  if (auto id = catalog.find(product)) return id;
+  std::string p = normalize_product(product);
+  if (ends_with(p, "-shared")) p.resize(p.size() - 7);
+  if (size_t mig = p.find("-mig-"); mig != std::string::npos) p.resize(mig);
+  auto match = [&](const std::string& want) -> std::optional<GpuModelId> {
+    if (want.empty()) return std::nullopt;
+    for (size_t i = 0; i < catalog.size(); ++i) {
+      const GpuModelSpec& s = catalog.spec(static_cast<GpuModelId>(i));
+      if (normalize_product(s.name) == want) return static_cast<GpuModelId>(i);
+      for (const auto& a : s.aliases) {
+        if (normalize_product(a) == want) return static_cast<GpuModelId>(i);
+      }
+    }
+    return std::nullopt;
+  };
+  if (auto id = match(p)) return id;
+  for (std::string_view prefix : {"nvidia-", "tesla-"}) {
+    if (starts_with(p, prefix)) {
+      if (auto id = match(p.substr(prefix.size()))) return id;
+    }
+  }
+  return std::nullopt;
+}
+
+// --- nodes --------------------------------------------------------------
+
+K8sNode parse_node(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("Node: expected an object, got {}", short_dump(j)));
+  std::string obj = "Node";
+  const json* meta = object_member(obj, j, "metadata", "metadata");
+  if (meta == nullptr) fail(obj, "metadata", "missing");
+  K8sNode n;
+  n.spec.name = string_member(obj, *meta, "name", "metadata.name");
+  if (n.spec.name.empty()) fail(obj, "metadata.name", "missing or empty");
+  obj = "Node " + n.spec.name;
+  n.labels = string_map(obj, *meta, "labels", "metadata.labels");
+  n.annotations = string_map(obj, *meta, "annotations", "metadata.annotations");
+
+  if (const json* spec = object_member(obj, j, "spec", "spec")) {
+    n.unschedulable = bool_member(obj, *spec, "unschedulable", "spec.unschedulable");
+    if (const json* taints = array_member(obj, *spec, "taints", "spec.taints")) {
+      for (size_t i = 0; i < taints->size(); ++i) {
+        std::string path = fmt::format("spec.taints[{}]", i);
+        const json& t = (*taints)[i];
+        if (!t.is_object()) fail(obj, path, "expected an object");
+        K8sTaint taint{string_member(obj, t, "key", path + ".key"), string_member(obj, t, "value", path + ".value"),
+                       string_member(obj, t, "effect", path + ".effect")};
+        if (taint.key.empty()) fail(obj, path + ".key", "missing or empty");
+        n.taints.push_back(std::move(taint));
+      }
+    }
+  }
+
+  const json* status = object_member(obj, j, "status", "status");
+  if (status != nullptr) {
+    n.capacity = quantity_map(obj, *status, "capacity", "status.capacity");
+    n.allocatable = quantity_map(obj, *status, "allocatable", "status.allocatable");
+    if (const json* conds = array_member(obj, *status, "conditions", "status.conditions")) {
+      for (size_t i = 0; i < conds->size(); ++i) {
+        const json& c = (*conds)[i];
+        std::string path = fmt::format("status.conditions[{}]", i);
+        if (!c.is_object()) fail(obj, path, "expected an object");
+        if (string_member(obj, c, "type", path + ".type") == "Ready") {
+          n.ready = string_member(obj, c, "status", path + ".status") == "True";
+        }
+      }
+    }
+  }
+
+  // Allocatable first, capacity when the resource is not in allocatable.
+  auto resource = [&](std::string_view name) -> std::pair<std::string, const std::string*> {
+    if (auto it = n.allocatable.find(std::string(name)); it != n.allocatable.end()) {
+      return {fmt::format("status.allocatable[\"{}\"]", name), &it->second};
+    }
+    if (auto it = n.capacity.find(std::string(name)); it != n.capacity.end()) {
+      return {fmt::format("status.capacity[\"{}\"]", name), &it->second};
+    }
+    return {"", nullptr};
+  };
+
+  if (auto [field, text] = resource("cpu"); text != nullptr) {
+    try {
+      n.spec.cpu_milli = quantity_milli(quantity_at(obj, field, *text));
+    } catch (const std::out_of_range&) {
+      fail(obj, field, fmt::format("\"{}\" is out of range", *text));
+    }
+  }
+  if (auto [field, text] = resource("memory"); text != nullptr) {
+    try {
+      n.spec.memory_mib = quantity_mib(quantity_at(obj, field, *text), Round::kDown);
+    } catch (const std::out_of_range&) {
+      fail(obj, field, fmt::format("\"{}\" is out of range", *text));
+    }
+  }
+  if (n.spec.cpu_milli < 0 || n.spec.memory_mib < 0) fail(obj, "status.allocatable", "negative cpu or memory");
+
+  auto label = [&](std::string_view key) -> const std::string* {
+    auto it = n.labels.find(std::string(key));
+    return it == n.labels.end() ? nullptr : &it->second;
+  };
+  auto label_field = [](std::string_view key) { return fmt::format("metadata.labels[\"{}\"]", key); };
+
+  if (const std::string* v = label("nvidia.com/gpu.replicas")) {
+    int64_t r = strict_int(obj, label_field("nvidia.com/gpu.replicas"), *v, 0, 100000);
+    n.gpu_replicas = static_cast<int32_t>(std::max<int64_t>(r, 1));
+  }
+  if (const std::string* v = label("nvidia.com/gpu.sharing-strategy")) n.sharing_strategy = *v;
+  if (const std::string* v = label("nvidia.com/mig.strategy")) n.mig_strategy = *v;
+  if (const std::string* v = label("nvidia.com/gpu.memory")) {
+    n.gpu_memory_mib = strict_int(obj, label_field("nvidia.com/gpu.memory"), *v, 0, int64_t{1} << 40);
+  }
+
+  std::map<std::string, std::string> gpu_resources;
+  for (const auto* m : {&n.capacity, &n.allocatable}) {
+    for (const auto& [k, v] : *m) gpu_resources[k] = v;  // allocatable wins
+  }
+  for (const auto& [name, text] : gpu_resources) {
+    auto [field, t] = resource(name);
+    if (name == kGpuResource) {
+      n.gpu_resource = count_at(obj, field, *t);
+    } else if (name == kGpuSharedResource) {
+      n.gpu_shared_resource = count_at(obj, field, *t);
+    } else if (starts_with(name, kMigPrefix)) {
+      int64_t c = count_at(obj, field, *t);
+      if (c > 0) n.mig_devices[name.substr(kMigPrefix.size())] = c;
+    }
+  }
+
+  int64_t physical = 0;
+  if (n.gpu_shared_resource > 0 || (n.gpu_resource > 0 && n.gpu_replicas > 1)) {
+    int64_t advertised = n.gpu_shared_resource > 0 ? n.gpu_shared_resource : n.gpu_resource;
+    if (advertised % n.gpu_replicas != 0) {
+      fail(obj, "status.allocatable",
+           fmt::format("{} shared GPU replicas are not a multiple of nvidia.com/gpu.replicas={}", advertised,
+                       n.gpu_replicas));
+    }
+    physical = advertised / n.gpu_replicas;
+  } else if (n.gpu_resource > 0) {
+    physical = n.gpu_resource;
+  } else if (auto [field, text] = resource("alibabacloud.com/gpu-count"); text != nullptr) {
+    physical = count_at(obj, field, *text);
+  }
+  if (physical > kMaxGpusPerNode) {
+    fail(obj, "status.allocatable", fmt::format("{} GPUs exceed the {} GPUs per node gpupack supports", physical,
+                                                kMaxGpusPerNode));
+  }
+  n.spec.gpu_count = static_cast<int32_t>(physical);
+
+  for (std::string_view key : {"nvidia.com/gpu.product", "alibabacloud.com/gpu-card-model"}) {
+    if (const std::string* v = label(key)) {
+      n.gpu_product = *v;
+      if (auto id = find_gpu_model(*v)) {
+        n.gpu_model_known = true;
+        n.spec.gpu_model = *id;
+      }
+      break;
+    }
+  }
+  if (n.gpu_memory_mib == 0 && n.gpu_model_known) {
+    n.gpu_memory_mib = GpuCatalog::builtin().spec(n.spec.gpu_model).memory_mib;
+  }
+  return n;
+}
+
+// --- pods ---------------------------------------------------------------
+
+K8sPod parse_pod(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("Pod: expected an object, got {}", short_dump(j)));
+  std::string obj = "Pod";
+  const json* meta = object_member(obj, j, "metadata", "metadata");
+  if (meta == nullptr) fail(obj, "metadata", "missing");
+  K8sPod p;
+  p.name = string_member(obj, *meta, "name", "metadata.name");
+  if (p.name.empty()) fail(obj, "metadata.name", "missing or empty");
+  p.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
+  if (p.namespace_name.empty()) p.namespace_name = "default";
+  obj = "Pod " + p.key();
+  p.uid = string_member(obj, *meta, "uid", "metadata.uid");
+  p.labels = string_map(obj, *meta, "labels", "metadata.labels");
+  p.annotations = string_map(obj, *meta, "annotations", "metadata.annotations");
+
+  const json* spec = object_member(obj, j, "spec", "spec");
+  if (spec == nullptr) fail(obj, "spec", "missing");
+  p.node_name = string_member(obj, *spec, "nodeName", "spec.nodeName");
+  p.scheduler_name = string_member(obj, *spec, "schedulerName", "spec.schedulerName");
+  if (const json* status = object_member(obj, j, "status", "status")) {
+    p.phase = string_member(obj, *status, "phase", "status.phase");
+  }
+
+  ResourceTotals totals = effective_requests(obj, *spec);
+  p.request.cpu_milli = totals.count("cpu") ? totals["cpu"] : 0;
+  int64_t bytes = totals.count("memory") ? totals["memory"] : 0;
+  p.request.memory_mib = bytes / kMiB + (bytes % kMiB > 0 ? 1 : 0);
+  apply_gpu_request(obj, p, totals);
+  apply_gpupack_annotations(obj, p);
+  if (std::string why = p.request.validate(); !why.empty()) fail(obj, "spec.containers[*].resources", why);
+  return p;
+}
+
+std::vector<K8sNode> parse_node_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected) {
+  return parse_items<K8sNode>(text, source, rejected, [](const json& j) { return parse_node(j); });
+}
+
+std::vector<K8sPod> parse_pod_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected) {
+  return parse_items<K8sPod>(text, source, rejected, [](const json& j) { return parse_pod(j); });
+}
+
+std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected) {
+  return parse_node_list(read_file(path), path, rejected);
+}
+
+std::vector<K8sPod> read_pod_list_file(const std::string& path, std::vector<std::string>* rejected) {
+  return parse_pod_list(read_file(path), path, rejected);
+}
+
+Request request_on(const K8sPod& pod, const K8sNode& node) {
+  Request r = pod.request;
+  if (pod.shared_replicas > 0 && !pod.gpu_milli_given && node.gpu_replicas > 1) {
+    int64_t milli = (pod.shared_replicas * kGpuMilliPerGpu + node.gpu_replicas - 1) / node.gpu_replicas;
+    r.gpu_milli = static_cast<int32_t>(std::min<int64_t>(milli, kGpuMilliPerGpu));
+  }
+  return r;
+}
+
+// --- assignment annotation ------------------------------------------------
+
+std::string format_assigned_gpus(const GpuAssignmentAnnotation& a) {
+  std::string out = a.node + ":";
+  bool first = true;
+  for (int i = 0; i < 32; ++i) {
+    if ((a.gpu_mask >> i) & 1u) {
+      if (!first) out += ",";
+      out += std::to_string(i);
+      first = false;
+    }
+  }
+  if (a.gpu_milli > 0 && a.gpu_milli < kGpuMilliPerGpu) out += "@" + std::to_string(a.gpu_milli);
+  return out;
+}
+
+GpuAssignmentAnnotation parse_assigned_gpus(std::string_view value) {
+  auto bad = [&](std::string_view why) -> std::invalid_argument {
+    return std::invalid_argument(fmt::format("invalid assignment \"{}\": {}", value, why));
+  };
+  size_t colon = value.rfind(':');
+  if (colon == std::string_view::npos) throw bad("expected <node>:<gpu>[,<gpu>...][@<milli>]");
+  GpuAssignmentAnnotation a;
+  a.node = std::string(value.substr(0, colon));
+  if (a.node.empty()) throw bad("empty node name");
+  for (char c : a.node) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) {
+      throw bad("node name has a character outside [A-Za-z0-9-._]");
+    }
+  }
+  std::string_view rest = value.substr(colon + 1);
+  if (size_t at = rest.find('@'); at != std::string_view::npos) {
+    std::string_view m = rest.substr(at + 1);
+    rest = rest.substr(0, at);
+    int64_t milli = 0;
+    if (m.empty() || m.size() > 4) throw bad("milli must be 1..1000");
+    for (char c : m) {
+      if (c < '0' || c > '9') throw bad("milli must be 1..1000");
+      milli = milli * 10 + (c - '0');
+    }
+    if (milli < 1 || milli > kGpuMilliPerGpu) throw bad("milli must be 1..1000");
+    a.gpu_milli = static_cast<int32_t>(milli);
+  }
+  if (rest.empty()) throw bad("no GPU indices");
+  while (true) {
+    size_t comma = rest.find(',');
+    std::string_view tok = rest.substr(0, comma);
+    if (tok.empty() || tok.size() > 2) throw bad("GPU index must be 0..31");
+    int idx = 0;
+    for (char c : tok) {
+      if (c < '0' || c > '9') throw bad("GPU index must be 0..31");
+      idx = idx * 10 + (c - '0');
+    }
+    if (idx >= kMaxGpusPerNode) throw bad("GPU index must be 0..31");
+    if ((a.gpu_mask >> idx) & 1u) throw bad(fmt::format("GPU {} listed twice", idx));
+    a.gpu_mask |= 1u << idx;
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return a;
+}
+
+std::string assigned_gpus_annotation(std::string_view node_name, const Assignment& where) {
+  GpuAssignmentAnnotation a{std::string(node_name), where.gpu_mask, where.gpu_milli};
+  return format_assigned_gpus(a);
+}
+
+RebuiltState rebuild_assignments(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods) {
+  std::map<std::string, size_t, std::less<>> by_name;
+  for (size_t i = 0; i < nodes.size(); ++i) by_name.emplace(nodes[i].spec.name, i);
+  RebuiltState out;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const K8sPod& pod = pods[i];
+    if (pod.node_name.empty() || pod.terminal()) continue;
+    auto skip = [&](std::string why) { out.unattributed.push_back(fmt::format("{}: {}", pod.key(), why)); };
+    auto it = by_name.find(pod.node_name);
+    if (it == by_name.end()) {
+      skip(fmt::format("node {} is not in the node list", pod.node_name));
+      continue;
+    }
+    const K8sNode& node = nodes[it->second];
+    NodeId nid = static_cast<NodeId>(it->second);
+    Request req = request_on(pod, node);
+    if (pod.is_mig()) {
+      skip("MIG devices are not tracked as GPU shares");
+      continue;
+    }
+    if (!req.is_gpu()) {
+      out.bound.push_back({i, req, Assignment{nid, 0, 0}});
+      continue;
+    }
+    if (!pod.assigned) {
+      skip(fmt::format("no {} annotation", annotations::kAssignedGpus));
+      continue;
+    }
+    const GpuAssignmentAnnotation& a = *pod.assigned;
+    if (a.node != pod.node_name) {
+      skip(fmt::format("annotation names node {} but the pod is bound to {}", a.node, pod.node_name));
+      continue;
+    }
+    if (node.spec.gpu_count < 32 && (a.gpu_mask >> node.spec.gpu_count) != 0) {
+      skip(fmt::format("annotation \"{}\" names a GPU beyond the node's {} GPUs", format_assigned_gpus(a),
+                       node.spec.gpu_count));
+      continue;
+    }
+    if (std::popcount(a.gpu_mask) != req.gpu_count) {
+      skip(fmt::format("annotation names {} GPUs, the pod requests {}", std::popcount(a.gpu_mask), req.gpu_count));
+      continue;
+    }
+    int32_t milli = a.gpu_milli > 0 ? a.gpu_milli : kGpuMilliPerGpu;
+    if (milli != req.gpu_milli) {
+      skip(fmt::format("annotation charges {} milli per GPU, the pod requests {}", milli, req.gpu_milli));
+      continue;
+    }
+    out.bound.push_back({i, req, Assignment{nid, a.gpu_mask, req.gpu_milli}});
+  }
+  return out;
+}
+
+std::vector<std::string> apply_rebuilt(ClusterState& state, const std::vector<K8sPod>& pods,
+                                       const RebuiltState& rebuilt) {
+  std::vector<std::string> failed;
+  for (const RebuiltPod& b : rebuilt.bound) {
+    Status s = state.bind(static_cast<PodId>(b.pod_index), b.request, b.assignment);
+    if (!s.is_ok()) failed.push_back(fmt::format("{}: {}", pods[b.pod_index].key(), s.message));
+  }
+  return failed;
+}
+
+}  // namespace gpupack

@@ -1,0 +1,181 @@
+// Kubernetes Node and Pod objects (as `kubectl get nodes -o json` and
+// `kubectl get pods -A -o json` print them) turned into gpupack's model.
+//
+// Contract:
+// - Quantities follow Kubernetes rules (io/quantity.h). Node capacities use
+//   `status.allocatable` (falling back to `status.capacity` per resource) and
+//   round memory down; pod requests round up.
+// - A pod's request per resource is max(sum over containers, max over init
+//   containers) plus `spec.overhead`; a container resource given only in
+//   `limits` counts as its request (API defaulting does the same).
+// - GPU requests come from `nvidia.com/gpu` (whole GPUs), `nvidia.com/gpu.shared`
+//   (time-slicing/MPS replicas, resolved per node by request_on()),
+//   `nvidia.com/mig-<profile>` (kept in K8sPod::mig_devices, not in Request) and
+//   the gpupack.io annotations documented in docs/KUBERNETES.md.
+// - Every error is a std::invalid_argument whose message starts with the
+//   object ("Pod ns/name", "Node name"), then the JSON field path, then the
+//   offending value. Parsing has no side effects; functions are thread-safe.
+// - Cost: linear in the size of the JSON.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/cluster_state.h"
+#include "model/gpu_catalog.h"
+#include "model/node.h"
+#include "model/request.h"
+
+namespace gpupack {
+
+// gpupack's own pod annotations (see docs/KUBERNETES.md).
+namespace annotations {
+inline constexpr std::string_view kGpuMilli = "gpupack.io/gpu-milli";            // 1..1000 per GPU
+inline constexpr std::string_view kGpuMemoryMib = "gpupack.io/gpu-memory-mib";   // per GPU, MiB
+inline constexpr std::string_view kGpuModels = "gpupack.io/gpu-models";          // "A100-80GB,H100-80GB"
+inline constexpr std::string_view kGangName = "gpupack.io/gang-name";
+inline constexpr std::string_view kGangSize = "gpupack.io/gang-size";
+inline constexpr std::string_view kGangMinMember = "gpupack.io/gang-min-member";
+inline constexpr std::string_view kAssignedGpus = "gpupack.io/assigned-gpus";    // "node-a:0,1[@milli]"
+// Accepted for compatibility with openb/Alibaba traces and captures.
+inline constexpr std::string_view kAlibabaGpuMilli = "alibabacloud.com/gpu-milli";
+inline constexpr std::string_view kAlibabaGpuCount = "alibabacloud.com/gpu-count";
+}  // namespace annotations
+
+struct K8sTaint {
+  std::string key;
+  std::string value;
+  std::string effect;  // NoSchedule | PreferNoSchedule | NoExecute
+  friend bool operator==(const K8sTaint&, const K8sTaint&) = default;
+};
+
+struct K8sNode {
+  NodeSpec spec;  // name, allocatable cpu/memory, physical GPU count, model
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+  std::vector<K8sTaint> taints;
+  std::map<std::string, std::string> allocatable;  // raw quantities
+  std::map<std::string, std::string> capacity;     // raw quantities
+  bool unschedulable = false;                      // spec.unschedulable
+  bool ready = true;                               // Ready condition (true when absent)
+
+  // GPU facts.
+  std::string gpu_product;          // the label the model came from ("" when none)
+  bool gpu_model_known = false;     // gpu_product found in the catalog
+  int64_t gpu_memory_mib = 0;       // nvidia.com/gpu.memory label; 0 = unknown
+  int32_t gpu_replicas = 1;         // sharing replicas per GPU (>= 1)
+  std::string sharing_strategy;     // nvidia.com/gpu.sharing-strategy; "" when absent
+  std::string mig_strategy;         // nvidia.com/mig.strategy; "" when absent
+  int64_t gpu_resource = 0;         // allocatable nvidia.com/gpu
+  int64_t gpu_shared_resource = 0;  // allocatable nvidia.com/gpu.shared
+  std::map<std::string, int64_t> mig_devices;  // profile ("1g.10gb") -> allocatable count
+};
+
+struct GangSpec {
+  std::string name;
+  int32_t size = 0;        // members in the gang; 0 = unknown
+  int32_t min_member = 0;  // members that must run together; defaults to size
+  friend bool operator==(const GangSpec&, const GangSpec&) = default;
+};
+
+// The parsed value of the gpupack.io/assigned-gpus annotation.
+struct GpuAssignmentAnnotation {
+  std::string node;
+  uint32_t gpu_mask = 0;  // bit i = GPU i of the node
+  int32_t gpu_milli = 0;  // 0 = not written (take it from the request)
+  friend bool operator==(const GpuAssignmentAnnotation&, const GpuAssignmentAnnotation&) = default;
+};
+
+struct K8sPod {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string node_name;       // spec.nodeName; "" while pending
+  std::string phase;           // status.phase
+  std::string scheduler_name;  // spec.schedulerName
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;
+
+  // Node-independent part of the request. Whole GPUs: gpu_count = n,
+  // gpu_milli = 1000. Fractions: gpupack.io/gpu-milli. Shared replicas
+  // without gpu-milli: gpu_count 1, gpu_milli 1000 until request_on() knows
+  // the node's replica count. MIG-only pods: gpu_count 0, see mig_devices.
+  Request request;
+  int64_t gpu_memory_mib = 0;                  // gpupack.io/gpu-memory-mib; 0 = not given
+  int64_t shared_replicas = 0;                 // nvidia.com/gpu.shared requested
+  std::map<std::string, int64_t> mig_devices;  // profile -> count requested
+  std::map<std::string, int64_t> extended;     // every other non cpu/memory resource
+  std::optional<GangSpec> gang;
+  std::optional<GpuAssignmentAnnotation> assigned;
+  bool gpu_milli_given = false;                // gpu_milli came from an annotation
+
+  std::string key() const { return namespace_name + "/" + name; }
+  bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
+  bool is_mig() const { return !mig_devices.empty(); }
+};
+
+// Maps a GPU product string (GFD label such as "NVIDIA-H100-80GB-HBM3",
+// "Tesla-T4", "A100-SXM4-40GB-MIG-1g.5gb-SHARED", or an nvidia-smi name) to a
+// catalog model. Case-insensitive; spaces and '-' are equivalent.
+std::optional<GpuModelId> find_gpu_model(std::string_view product,
+                                         const GpuCatalog& catalog = GpuCatalog::builtin());
+
+// Single objects (a parsed JSON value); errors name the object.
+K8sNode parse_node(const nlohmann::json& node);
+K8sPod parse_pod(const nlohmann::json& pod);
+
+// Lists (`{"kind":"List","items":[...]}`, also NodeList/PodList) from text.
+// When `rejected` is null the first bad item throws; otherwise bad items are
+// skipped and their error messages appended to *rejected. A malformed
+// document (not JSON, no items array) always throws, naming `source`.
+std::vector<K8sNode> parse_node_list(std::string_view json_text, std::string_view source,
+                                     std::vector<std::string>* rejected = nullptr);
+std::vector<K8sPod> parse_pod_list(std::string_view json_text, std::string_view source,
+                                   std::vector<std::string>* rejected = nullptr);
+std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr);
+std::vector<K8sPod> read_pod_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr);
+
+// The pod's request as it would be charged on `node`: shared replicas become
+// ceil(1000 * replicas / node.gpu_replicas) milli of one GPU unless the pod
+// gave gpupack.io/gpu-milli.
+Request request_on(const K8sPod& pod, const K8sNode& node);
+
+// gpupack.io/assigned-gpus: "<node>:<gpu>[,<gpu>...]" for whole GPUs, with
+// "@<milli>" appended for fractions ("node-a:3@250"). GPU indices ascending.
+std::string format_assigned_gpus(const GpuAssignmentAnnotation& a);
+// Throws std::invalid_argument naming the value.
+GpuAssignmentAnnotation parse_assigned_gpus(std::string_view value);
+// The annotation a bind writes for `where` on `node_name`.
+std::string assigned_gpus_annotation(std::string_view node_name, const Assignment& where);
+
+// Bound pods whose assignment could be rebuilt from annotations.
+struct RebuiltPod {
+  size_t pod_index = 0;  // index into the pods vector
+  Request request;       // request_on(pod, node)
+  Assignment assignment;
+};
+struct RebuiltState {
+  std::vector<RebuiltPod> bound;
+  // Running pods on a node whose GPUs are not known (no or bad annotation):
+  // "ns/name: why". CPU-only pods need no annotation and are in `bound`.
+  std::vector<std::string> unattributed;
+};
+
+// For every non-terminal pod with spec.nodeName set: finds the node, checks
+// the annotation (same node, GPU indices < the node's GPU count, as many GPUs
+// as requested, milli matching the request) and returns the assignment.
+// O(nodes + pods).
+RebuiltState rebuild_assignments(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods);
+
+// Binds a rebuilt state into `state` (whose nodes must be `nodes` in order),
+// giving pod i the PodId i. Returns the messages of binds that did not fit.
+std::vector<std::string> apply_rebuilt(ClusterState& state, const std::vector<K8sPod>& pods,
+                                       const RebuiltState& rebuilt);
+
+}  // namespace gpupack

@@ -1,0 +1,365 @@
+#include "io/kubectl.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace gpupack {
+namespace {
+
+using nlohmann::json;
+
+GpuModelId model(const char* name) { return *GpuCatalog::builtin().find(name); }
+
+// Same shapes as `kubectl get nodes -o json` on GPU clusters; values made up.
+const char* kNodes = R"({"apiVersion":"v1","kind":"List","items":[
+ {"kind":"Node","metadata":{"name":"n-h100","labels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3",
+   "nvidia.com/gpu.count":"8","nvidia.com/gpu.memory":"81559","nvidia.com/gpu.replicas":"1",
+   "nvidia.com/mig.strategy":"single","topology.kubernetes.io/zone":"z1"}},
+  "spec":{"taints":[{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}]},
+  "status":{"capacity":{"cpu":"192","memory":"2097152000Ki","nvidia.com/gpu":"8"},
+    "allocatable":{"cpu":"191500m","memory":"2096000000Ki","pods":"110","nvidia.com/gpu":"8"},
+    "conditions":[{"type":"Ready","status":"True"}]}},
+ {"kind":"Node","metadata":{"name":"n-mig","labels":{"nvidia.com/gpu.product":"NVIDIA-H100-80GB-HBM3",
+   "nvidia.com/gpu.count":"1","nvidia.com/mig.strategy":"mixed","nvidia.com/gpu.replicas":"0"}},
+  "spec":{"unschedulable":true},
+  "status":{"allocatable":{"cpu":"95500m","memory":"100Gi","nvidia.com/mig-1g.10gb":"2",
+    "nvidia.com/mig-2g.20gb":"1","nvidia.com/mig-3g.40gb":"1"},
+    "conditions":[{"type":"Ready","status":"False"}]}},
+ {"kind":"Node","metadata":{"name":"n-l4-ts","labels":{"nvidia.com/gpu.product":"NVIDIA-L4-SHARED",
+   "nvidia.com/gpu.replicas":"4","nvidia.com/gpu.sharing-strategy":"time-slicing"}},
+  "status":{"allocatable":{"cpu":"48","memory":"192Gi","nvidia.com/gpu":"16"}}},
+ {"kind":"Node","metadata":{"name":"n-t4-renamed","labels":{"nvidia.com/gpu.product":"Tesla-T4",
+   "nvidia.com/gpu.replicas":"10","nvidia.com/gpu.sharing-strategy":"mps"}},
+  "status":{"capacity":{"cpu":"8","memory":"32G","nvidia.com/gpu.shared":"20"}}},
+ {"kind":"Node","metadata":{"name":"n-cpu"},"status":{"allocatable":{"cpu":"4","memory":"8Gi"}}}
+]})";
+
+TEST(Kubectl, ParsesNodesWithGfdLabels) {
+  auto nodes = parse_node_list(kNodes, "nodes.json");
+  ASSERT_EQ(nodes.size(), 5u);
+  const K8sNode& h = nodes[0];
+  EXPECT_EQ(h.spec.name, "n-h100");
+  EXPECT_EQ(h.spec.cpu_milli, 191500);
+  EXPECT_EQ(h.spec.memory_mib, 2096000000LL / 1024);
+  EXPECT_EQ(h.spec.gpu_count, 8);
+  EXPECT_TRUE(h.gpu_model_known);
+  EXPECT_EQ(h.spec.gpu_model, model("H100-80GB"));
+  EXPECT_EQ(h.gpu_memory_mib, 81559);
+  ASSERT_EQ(h.taints.size(), 1u);
+  EXPECT_EQ(h.taints[0], (K8sTaint{"nvidia.com/gpu", "present", "NoSchedule"}));
+  EXPECT_EQ(h.labels.at("topology.kubernetes.io/zone"), "z1");
+  EXPECT_TRUE(h.ready);
+  EXPECT_FALSE(h.unschedulable);
+
+  const K8sNode& m = nodes[1];
+  EXPECT_EQ(m.spec.gpu_count, 0);  // every GPU is in MIG mode
+  EXPECT_EQ(m.mig_devices.at("1g.10gb"), 2);
+  EXPECT_EQ(m.mig_devices.at("3g.40gb"), 1);
+  EXPECT_EQ(m.gpu_replicas, 1);  // "0" means no sharing config
+  EXPECT_EQ(m.mig_strategy, "mixed");
+  EXPECT_FALSE(m.ready);
+  EXPECT_TRUE(m.unschedulable);
+  EXPECT_EQ(m.spec.memory_mib, 100 * 1024);
+
+  const K8sNode& ts = nodes[2];
+  EXPECT_EQ(ts.spec.gpu_count, 4);  // 16 replicas / 4
+  EXPECT_EQ(ts.gpu_replicas, 4);
+  EXPECT_EQ(ts.spec.gpu_model, model("L4"));
+  EXPECT_EQ(ts.sharing_strategy, "time-slicing");
+
+  const K8sNode& mps = nodes[3];
+  EXPECT_EQ(mps.spec.gpu_count, 2);  // from capacity: 20 shared / 10
+  EXPECT_EQ(mps.gpu_shared_resource, 20);
+  EXPECT_EQ(mps.spec.gpu_model, model("T4"));
+  EXPECT_EQ(mps.spec.memory_mib, 30517);  // 32e9 bytes, rounded down
+  EXPECT_EQ(mps.gpu_memory_mib, GpuCatalog::builtin().spec(model("T4")).memory_mib);
+
+  EXPECT_EQ(nodes[4].spec.gpu_count, 0);
+  EXPECT_FALSE(nodes[4].gpu_model_known);
+}
+
+TEST(Kubectl, MapsGfdProductNamesToTheCatalog) {
+  EXPECT_EQ(find_gpu_model("NVIDIA-A100-SXM4-80GB"), model("A100-80GB"));
+  EXPECT_EQ(find_gpu_model("A100-SXM4-40GB"), model("A100-40GB"));
+  EXPECT_EQ(find_gpu_model("A100-SXM4-40GB-MIG-1g.5gb-SHARED"), model("A100-40GB"));
+  EXPECT_EQ(find_gpu_model("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"), model("H100-80GB"));
+  EXPECT_EQ(find_gpu_model("Tesla-V100-SXM2-16GB"), model("V100M16"));
+  EXPECT_EQ(find_gpu_model("NVIDIA-L40S"), model("L40S"));
+  EXPECT_EQ(find_gpu_model("NVIDIA H100 80GB HBM3"), model("H100-80GB"));
+  EXPECT_EQ(find_gpu_model("nvidia-h200"), model("H200"));
+  EXPECT_FALSE(find_gpu_model("NVIDIA-GeForce-RTX-4090").has_value());
+  EXPECT_FALSE(find_gpu_model("").has_value());
+}
+
+TEST(Kubectl, UnknownProductIsKeptButFlagged) {
+  auto nodes = parse_node_list(R"({"items":[{"metadata":{"name":"x","labels":{"nvidia.com/gpu.product":"Mystery-GPU"}},
+    "status":{"allocatable":{"cpu":"1","memory":"1Gi","nvidia.com/gpu":"2"}}}]})", "t");
+  EXPECT_EQ(nodes[0].spec.gpu_count, 2);
+  EXPECT_FALSE(nodes[0].gpu_model_known);
+  EXPECT_EQ(nodes[0].gpu_product, "Mystery-GPU");
+}
+
+const char* kPods = R"({"apiVersion":"v1","kind":"List","items":[
+ {"kind":"Pod","metadata":{"name":"train-0","namespace":"ml","uid":"u-1","labels":{"app":"t"},
+   "annotations":{"gpupack.io/assigned-gpus":"n-h100:2,5","gpupack.io/gang-name":"job-a",
+     "gpupack.io/gang-size":"4","gpupack.io/gpu-models":"H100-80GB, A100-80GB"}},
+  "spec":{"schedulerName":"gpupack","nodeName":"n-h100",
+    "initContainers":[{"name":"init","resources":{"requests":{"cpu":"20","memory":"1Gi"}}}],
+    "containers":[
+      {"name":"trainer","resources":{"limits":{"cpu":"16","memory":"128Gi","nvidia.com/gpu":"2"},
+                                     "requests":{"cpu":"16","memory":"128Gi","nvidia.com/gpu":"2"}}},
+      {"name":"side","resources":{"requests":{"cpu":"500m","memory":"512Mi"}}}]},
+  "status":{"phase":"Running"}},
+ {"kind":"Pod","metadata":{"name":"infer-0","namespace":"serving"},
+  "spec":{"containers":[{"name":"s","resources":{"limits":{"nvidia.com/mig-1g.10gb":"1"}}}]},
+  "status":{"phase":"Pending"}},
+ {"kind":"Pod","metadata":{"name":"frac","annotations":{"gpupack.io/gpu-milli":"250","gpupack.io/gpu-memory-mib":"20000",
+   "gpupack.io/assigned-gpus":"n-h100:7@250"}},
+  "spec":{"nodeName":"n-h100","overhead":{"cpu":"100m"},
+    "containers":[{"name":"c","resources":{"requests":{"cpu":"1","memory":"1G"}}}]},
+  "status":{"phase":"Running"}},
+ {"kind":"Pod","metadata":{"name":"ts","namespace":"ml"},
+  "spec":{"nodeName":"n-l4-ts","containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]},
+  "status":{"phase":"Running"}},
+ {"kind":"Pod","metadata":{"name":"done","namespace":"ml"},
+  "spec":{"nodeName":"n-h100","containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"8"}}}]},
+  "status":{"phase":"Succeeded"}}
+]})";
+
+TEST(Kubectl, ParsesPodsSummingContainers) {
+  auto pods = parse_pod_list(kPods, "pods.json");
+  ASSERT_EQ(pods.size(), 5u);
+  const K8sPod& t = pods[0];
+  EXPECT_EQ(t.key(), "ml/train-0");
+  EXPECT_EQ(t.uid, "u-1");
+  EXPECT_EQ(t.node_name, "n-h100");
+  EXPECT_EQ(t.phase, "Running");
+  EXPECT_EQ(t.scheduler_name, "gpupack");
+  EXPECT_EQ(t.labels.at("app"), "t");
+  // max(16 + 0.5, init 20) CPUs; memory 128Gi + 512Mi.
+  EXPECT_EQ(t.request.cpu_milli, 20000);
+  EXPECT_EQ(t.request.memory_mib, 128 * 1024 + 512);
+  EXPECT_EQ(t.request.gpu_count, 2);
+  EXPECT_EQ(t.request.gpu_milli, 1000);
+  EXPECT_EQ(t.request.allowed_models, model_bit(model("H100-80GB")) | model_bit(model("A100-80GB")));
+  ASSERT_TRUE(t.gang.has_value());
+  EXPECT_EQ(*t.gang, (GangSpec{"job-a", 4, 4}));
+  ASSERT_TRUE(t.assigned.has_value());
+  EXPECT_EQ(t.assigned->gpu_mask, (1u << 2) | (1u << 5));
+
+  const K8sPod& mig = pods[1];
+  EXPECT_EQ(mig.key(), "serving/infer-0");
+  EXPECT_EQ(mig.request.gpu_count, 0);
+  EXPECT_EQ(mig.mig_devices.at("1g.10gb"), 1);  // from limits only
+  EXPECT_TRUE(mig.is_mig());
+
+  const K8sPod& f = pods[2];
+  EXPECT_EQ(f.namespace_name, "default");
+  EXPECT_EQ(f.request.cpu_milli, 1100);  // overhead added
+  EXPECT_EQ(f.request.memory_mib, 954);
+  EXPECT_EQ(f.request.gpu_count, 1);
+  EXPECT_EQ(f.request.gpu_milli, 250);
+  EXPECT_EQ(f.gpu_memory_mib, 20000);
+
+  EXPECT_TRUE(pods[4].terminal());
+}
+
+TEST(Kubectl, SharedReplicasResolvePerNode) {
+  auto nodes = parse_node_list(kNodes, "nodes.json");
+  auto pods = parse_pod_list(R"({"items":[{"metadata":{"name":"s"},"spec":{"containers":[{"name":"c",
+    "resources":{"limits":{"nvidia.com/gpu.shared":"3"}}}]}}]})", "p");
+  EXPECT_EQ(pods[0].shared_replicas, 3);
+  EXPECT_EQ(request_on(pods[0], nodes[3]).gpu_milli, 300);   // 3 of 10 replicas
+  EXPECT_EQ(request_on(pods[0], nodes[2]).gpu_milli, 750);   // 3 of 4 replicas
+  EXPECT_EQ(request_on(pods[0], nodes[0]).gpu_milli, 1000);  // not shared
+}
+
+TEST(Kubectl, TraceAnnotationsFromCapturesAreUnderstood) {
+  auto pods = parse_pod_list(R"({"items":[{"metadata":{"name":"gpu-pod-00","namespace":"pai-gpu",
+    "annotations":{"alibabacloud.com/gpu-count":"1","alibabacloud.com/gpu-milli":"500"}},
+    "spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"4","memory":"9Gi"}}}]}}]})", "p");
+  EXPECT_EQ(pods[0].request.gpu_count, 1);
+  EXPECT_EQ(pods[0].request.gpu_milli, 500);
+  EXPECT_EQ(pods[0].request.memory_mib, 9 * 1024);
+}
+
+std::string error_of(const std::string& pods_json) {
+  try {
+    parse_pod_list(pods_json, "pods.json");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Kubectl, ErrorsNameObjectFieldAndValue) {
+  std::string e = error_of(R"({"items":[{"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[
+    {"name":"c","resources":{"requests":{"cpu":"lots"}}}]}}]})");
+  EXPECT_NE(e.find("pods.json: items[0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("Pod ns/p"), std::string::npos) << e;
+  EXPECT_NE(e.find("spec.containers[0].resources.requests[\"cpu\"]"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"lots\""), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p","annotations":{"gpupack.io/gpu-milli":"1500"}},
+    "spec":{"containers":[]}}]})");
+  EXPECT_NE(e.find("metadata.annotations[\"gpupack.io/gpu-milli\"]"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"1500\""), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p","annotations":{"gpupack.io/gpu-models":"H100-80GB,Z9"}},
+    "spec":{"containers":[]}}]})");
+  EXPECT_NE(e.find("unknown GPU model \"Z9\""), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p"},"spec":{"containers":[
+    {"name":"c","resources":{"limits":{"nvidia.com/gpu":"0.5"}}}]}}]})");
+  EXPECT_NE(e.find("not a whole number"), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p"},"spec":{"containers":[
+    {"name":"c","resources":{"limits":{"nvidia.com/gpu":"64"}}}]}}]})");
+  EXPECT_NE(e.find("exceeds"), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p"},"spec":{"containers":{"name":"c"}}}]})");
+  EXPECT_NE(e.find("spec.containers: expected an array"), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p","labels":{"a":1}},"spec":{"containers":[]}}]})");
+  EXPECT_NE(e.find("metadata.labels[\"a\"]: expected a string, got 1"), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p","annotations":{"gpupack.io/gang-size":"3"}},
+    "spec":{"containers":[]}}]})");
+  EXPECT_NE(e.find("given without gpupack.io/gang-name"), std::string::npos) << e;
+
+  e = error_of(R"({"items":[{"metadata":{"name":"p","annotations":{"gpupack.io/assigned-gpus":"n:0,0"}},
+    "spec":{"containers":[]}}]})");
+  EXPECT_NE(e.find("GPU 0 listed twice"), std::string::npos) << e;
+
+  e = error_of(R"({"items": 3})");
+  EXPECT_NE(e.find("pods.json: \"items\" is missing or not an array"), std::string::npos) << e;
+  e = error_of(R"({"items": [)");
+  EXPECT_NE(e.find("pods.json: not valid JSON"), std::string::npos) << e;
+}
+
+TEST(Kubectl, NodeErrorsNameTheNode) {
+  try {
+    parse_node_list(R"({"items":[{"metadata":{"name":"bad"},"status":{"allocatable":{"memory":"12Qi"}}}]})", "n.json");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Node bad: status.allocatable[\"memory\"]: invalid quantity \"12Qi\""),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    parse_node_list(R"({"items":[{"metadata":{"name":"ts","labels":{"nvidia.com/gpu.replicas":"3"}},
+      "status":{"allocatable":{"nvidia.com/gpu":"10"}}}]})", "n.json");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("not a multiple"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Kubectl, RejectedItemsAreCollectedWhenAsked) {
+  std::vector<std::string> rejected;
+  auto pods = parse_pod_list(R"({"items":[{"metadata":{"name":"ok"},"spec":{"containers":[]}},
+    {"metadata":{"name":"bad"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"x"}}}]}}]})",
+                             "p", &rejected);
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0].name, "ok");
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].find("Pod default/bad"), std::string::npos);
+}
+
+TEST(Kubectl, AssignmentAnnotationFormats) {
+  GpuAssignmentAnnotation a{"node-a", 0b1011, 0};
+  EXPECT_EQ(format_assigned_gpus(a), "node-a:0,1,3");
+  EXPECT_EQ(parse_assigned_gpus("node-a:0,1,3"), a);
+  GpuAssignmentAnnotation s{"gpu.node-7", 1u << 31, 125};
+  EXPECT_EQ(format_assigned_gpus(s), "gpu.node-7:31@125");
+  EXPECT_EQ(parse_assigned_gpus(format_assigned_gpus(s)), s);
+  EXPECT_EQ(assigned_gpus_annotation("n", Assignment{NodeId{0}, 0b110, 1000}), "n:1,2");
+  for (const char* bad : {"", "node", ":0", "n:", "n:32", "n:1,,2", "n:0@0", "n:0@1001", "n:0@", "n:a", "n n:0",
+                          "n:-1", "n:0@12345"}) {
+    EXPECT_THROW(parse_assigned_gpus(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(Kubectl, RebuildsAssignmentsFromAnnotationsRoundTrip) {
+  auto nodes = parse_node_list(kNodes, "nodes.json");
+  // Place pods, write the annotations a bind would write, re-read them as
+  // JSON (what a restart sees) and rebuild.
+  struct Placed {
+    const char* name;
+    const char* node;
+    int gpus;
+    int milli;
+    Assignment where;
+  };
+  std::vector<Placed> placed = {
+      {"a", "n-h100", 2, 1000, {NodeId{0}, 0b11000, 1000}},
+      {"b", "n-h100", 1, 300, {NodeId{0}, 0b1, 300}},
+      {"c", "n-h100", 1, 700, {NodeId{0}, 0b1, 700}},
+      {"d", "n-t4-renamed", 1, 500, {NodeId{3}, 0b10, 500}},
+  };
+  json list = {{"items", json::array()}};
+  for (const auto& p : placed) {
+    json pod = {{"metadata", {{"name", p.name}, {"namespace", "ml"}, {"annotations", json::object()}}},
+                {"spec", {{"nodeName", p.node}, {"containers", json::array()}}},
+                {"status", {{"phase", "Running"}}}};
+    pod["spec"]["containers"].push_back({{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(p.gpus)}}}}}});
+    if (p.milli < 1000) pod["metadata"]["annotations"]["gpupack.io/gpu-milli"] = std::to_string(p.milli);
+    pod["metadata"]["annotations"]["gpupack.io/assigned-gpus"] = assigned_gpus_annotation(p.node, p.where);
+    list["items"].push_back(pod);
+  }
+  // A CPU-only bound pod and a GPU pod bound by someone else (no annotation).
+  list["items"].push_back(json::parse(R"({"metadata":{"name":"cpu"},"spec":{"nodeName":"n-cpu","containers":[
+    {"name":"c","resources":{"requests":{"cpu":"2","memory":"1Gi"}}}]}})"));
+  list["items"].push_back(json::parse(R"({"metadata":{"name":"foreign"},"spec":{"nodeName":"n-h100","containers":[
+    {"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})"));
+  list["items"].push_back(json::parse(R"({"metadata":{"name":"moved","annotations":{"gpupack.io/assigned-gpus":"n-l4-ts:0"}},
+    "spec":{"nodeName":"n-h100","containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})"));
+
+  auto pods = parse_pod_list(list.dump(), "pods.json");
+  RebuiltState rebuilt = rebuild_assignments(nodes, pods);
+  ASSERT_EQ(rebuilt.bound.size(), placed.size() + 1);
+  for (size_t i = 0; i < placed.size(); ++i) {
+    EXPECT_EQ(rebuilt.bound[i].pod_index, i);
+    EXPECT_EQ(rebuilt.bound[i].assignment, placed[i].where) << placed[i].name;
+    EXPECT_EQ(rebuilt.bound[i].request.gpu_milli, placed[i].milli);
+  }
+  EXPECT_EQ(rebuilt.bound[4].assignment, (Assignment{NodeId{4}, 0, 0}));
+  ASSERT_EQ(rebuilt.unattributed.size(), 2u);
+  EXPECT_NE(rebuilt.unattributed[0].find("default/foreign: no gpupack.io/assigned-gpus"), std::string::npos);
+  EXPECT_NE(rebuilt.unattributed[1].find("names node n-l4-ts but the pod is bound to n-h100"), std::string::npos);
+
+  std::vector<NodeSpec> specs;
+  for (const auto& n : nodes) specs.push_back(n.spec);
+  ClusterState state(specs);
+  EXPECT_TRUE(apply_rebuilt(state, pods, rebuilt).empty());
+  EXPECT_EQ(state.bound_pod_count(), 5);
+  auto free0 = state.gpu_free_milli(NodeId{0});
+  EXPECT_EQ(free0[0], 0);  // 300 + 700
+  EXPECT_EQ(free0[3], 0);
+  EXPECT_EQ(free0[4], 0);
+  EXPECT_EQ(free0[1], 1000);
+  EXPECT_EQ(state.gpu_free_milli(NodeId{3})[1], 500);
+  EXPECT_TRUE(state.check_invariants().empty());
+}
+
+TEST(Kubectl, RebuildRejectsAnnotationsThatDoNotMatchTheNode) {
+  auto nodes = parse_node_list(kNodes, "nodes.json");
+  auto pods = parse_pod_list(R"({"items":[
+    {"metadata":{"name":"oob","annotations":{"gpupack.io/assigned-gpus":"n-t4-renamed:5"}},
+     "spec":{"nodeName":"n-t4-renamed","containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}},
+    {"metadata":{"name":"count","annotations":{"gpupack.io/assigned-gpus":"n-h100:0"}},
+     "spec":{"nodeName":"n-h100","containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}},
+    {"metadata":{"name":"milli","annotations":{"gpupack.io/assigned-gpus":"n-h100:0@500","gpupack.io/gpu-milli":"250"}},
+     "spec":{"nodeName":"n-h100","containers":[]}}]})", "p");
+  RebuiltState r = rebuild_assignments(nodes, pods);
+  EXPECT_TRUE(r.bound.empty());
+  ASSERT_EQ(r.unattributed.size(), 3u);
+  EXPECT_NE(r.unattributed[0].find("beyond the node's 2 GPUs"), std::string::npos) << r.unattributed[0];
+  EXPECT_NE(r.unattributed[1].find("names 1 GPUs, the pod requests 2"), std::string::npos) << r.unattributed[1];
+  EXPECT_NE(r.unattributed[2].find("charges 500 milli"), std::string::npos) << r.unattributed[2];
+}
+
+}  // namespace
+}  // namespace gpupack
