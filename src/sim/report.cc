@@ -182,8 +182,11 @@ void write_placements_csv(const std::string& path, const std::vector<StaticRunRe
     for (size_t i = 0; i < r.placements.size(); ++i) {
       const Assignment& a = r.placements[i];
       std::string gpus;
-      for (int g = 0; g < 32; ++g)
-        if ((a.gpu_mask >> g) & 1u) gpus += (gpus.empty() ? "" : "|") + std::to_string(g);
+      for (int g = 0; g < 32; ++g) {
+        if (!((a.gpu_mask >> g) & 1u)) continue;
+        if (!gpus.empty()) gpus += '|';
+        gpus += std::to_string(g);
+      }
       out << r.policy << ',' << i << ',' << (i < arrival_pods.size() ? arrival_pods[i] : "") << ','
           << (valid(a.node) ? node_names.at(index(a.node)) : "") << ',' << gpus << '\n';
     }
