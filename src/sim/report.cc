@@ -33,7 +33,8 @@ std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs) {
   for (const StaticRunResult& r : runs) {
     auto [it, inserted] = slot.emplace(r.policy, out.size());
     if (inserted) {
-      out.push_back({r.policy});
+      out.emplace_back();
+      out.back().policy = r.policy;
       curves.emplace_back();
     }
     PolicySummary& s = out[it->second];
