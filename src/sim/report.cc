@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -123,50 +124,83 @@ void write_summary_json(const std::string& path, const std::vector<StaticRunResu
   finish(out, path);
 }
 
-void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary,
-                          const std::string& title) {
-  // Plot area: x = arrived 0..130 %, y = allocation 0..100 %.
-  constexpr double kLeft = 70, kTop = 50, kWidth = 640, kHeight = 400;
+namespace {
+
+// One chart panel: x = arrived % in [x_lo, x_hi], y = allocation % in
+// [y_lo, y_hi], one polyline per policy.
+std::string svg_panel(const std::vector<PolicySummary>& summary, double left, double top, double width,
+                      double height, int x_lo, int x_hi, int x_step, int y_lo, int y_hi, int y_step,
+                      const std::string& caption) {
   static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
-  auto x = [&](double pct) { return kLeft + pct / kMaxArrivedPct * kWidth; };
-  auto y = [&](double pct) { return kTop + (1.0 - pct / 100.0) * kHeight; };
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
-      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      "<text x=\"{}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n",
-      kLeft + kWidth + 180, kTop + kHeight + 60, kLeft + kWidth / 2, title);
-  for (int g = 0; g <= 100; g += 20) {
+  auto x = [&](double pct) { return left + (pct - x_lo) / (x_hi - x_lo) * width; };
+  auto y = [&](double pct) { return top + (1.0 - (pct - y_lo) / (y_hi - y_lo)) * height; };
+  std::string svg;
+  for (int g = y_lo; g <= y_hi; g += y_step) {
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
         "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        kLeft, y(g), kLeft + kWidth, kLeft - 6, y(g) + 4, g);
+        left, y(g), left + width, left - 6, y(g) + 4, g);
   }
-  for (int a = 0; a <= kMaxArrivedPct; a += 10) {
+  for (int a = x_lo; a <= x_hi; a += x_step) {
     svg += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-        x(a), kTop, kTop + kHeight, kTop + kHeight + 16, a);
+        x(a), top, top + height, top + height + 16, a);
   }
   svg += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n"
-      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arrived workload (% of cluster GPU capacity)</text>\n"
-      "<text transform=\"translate(22,{}) rotate(-90)\" text-anchor=\"middle\">GPU allocation (%)</text>\n",
-      kLeft, kTop, kWidth, kHeight, kLeft + kWidth / 2, kTop + kHeight + 40, kTop + kHeight / 2);
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
+      left, top, width, height, left + width / 2, top + height + 36, caption);
+  svg += fmt::format("<clipPath id=\"clip{0}\"><rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\"/></clipPath>\n",
+                     left, top, width, height);
   for (size_t i = 0; i < summary.size(); ++i) {
-    const char* color = kColors[i % std::size(kColors)];
     std::string points;
-    for (int k = 0; k <= kMaxArrivedPct; ++k) {
+    for (int k = x_lo; k <= x_hi; ++k) {
       const double v = at(summary[i].mean.alloc_pct, k);
       if (!std::isnan(v)) points += fmt::format("{:.1f},{:.1f} ", x(k), y(v));
     }
-    svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", color, points);
+    svg += fmt::format(
+        "<polyline clip-path=\"url(#clip{})\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
+        left, kColors[i % std::size(kColors)], points);
+  }
+  return svg;
+}
+
+}  // namespace
+
+void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary,
+                          const std::string& title) {
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  // Left: the whole run (0..130 % arrived, 0..100 % allocated). Right: a zoom
+  // on 80..130 % arrived, where the policies part ways.
+  constexpr double kTop = 50, kHeight = 380, kLeftPanel = 60, kPanelWidth = 420, kGap = 70;
+  constexpr double kRightPanel = kLeftPanel + kPanelWidth + kGap;
+  constexpr double kLegend = kRightPanel + kPanelWidth + 20;
+  double lowest = 100;
+  for (const PolicySummary& s : summary)
+    for (int k = 80; k <= kMaxArrivedPct; ++k)
+      if (!std::isnan(at(s.mean.alloc_pct, k))) lowest = std::min(lowest, at(s.mean.alloc_pct, k));
+  const int zoom_lo = std::clamp(static_cast<int>(std::floor(lowest / 5.0)) * 5, 0, 95);
+
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n"
+      "<text transform=\"translate(18,{}) rotate(-90)\" text-anchor=\"middle\">GPU allocation (% of capacity)</text>\n",
+      kLegend + 230, kTop + kHeight + 60, (kLegend + 230) / 2, title, kTop + kHeight / 2);
+  svg += svg_panel(summary, kLeftPanel, kTop, kPanelWidth, kHeight, 0, kMaxArrivedPct, 10, 0, 100, 20,
+                   "arrived workload (% of cluster GPU capacity)");
+  svg += svg_panel(summary, kRightPanel, kTop, kPanelWidth, kHeight, 80, kMaxArrivedPct, 10, zoom_lo, 100,
+                   zoom_lo >= 80 ? 2 : 5, "zoom: 80-130 % arrived");
+  for (size_t i = 0; i < summary.size(); ++i) {
     const double ly = kTop + 10 + 20.0 * static_cast<double>(i);
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
-        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7:.2f}%)</text>\n",
-        kLeft + kWidth + 15, ly, kLeft + kWidth + 40, color, kLeft + kWidth + 46, ly + 4, summary[i].policy,
-        at(summary[i].mean.alloc_pct, 130));
+        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7:.2f}% at 130)</text>\n",
+        kLegend, ly, kLegend + 25, kColors[i % std::size(kColors)], kLegend + 31, ly + 4, summary[i].policy,
+        at(summary[i].mean.alloc_pct, kMaxArrivedPct));
   }
   svg += "</svg>\n";
   auto out = open_out(path);
