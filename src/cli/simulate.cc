@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "cli/commands.h"
+#include "cli/simulate_dynamic.h"
 #include "io/input_error.h"
 #include "io/openb.h"
 #include "model/cluster_state.h"
@@ -23,7 +24,7 @@ namespace gpupack::cli {
 namespace {
 
 struct SimulateFlags {
-  std::string nodes, pods, policy = "all", seeds = "42", out, order, node_rank;
+  std::string nodes, pods, policy = "all", seeds = "42", out, order, node_rank, mode = "static";
   double tune = 1.3;
   int threads = 0;
   int synthetic_nodes = 1000;
@@ -194,7 +195,16 @@ void add_simulate_command(CLI::App& app) {
                   "size of the built-in synthetic cluster used without --nodes/--pods")
       ->capture_default_str();
   cmd->add_flag("--quiet", flags->quiet, "print only the comparison table");
-  cmd->callback([flags] { run_simulate(*flags); });
+  cmd->add_option("--mode", flags->mode, "static (the FGD paper's experiment) or dynamic (arrivals and departures)")
+      ->check(CLI::IsMember({"static", "dynamic"}))
+      ->capture_default_str();
+  auto dynamic = add_dynamic_simulate_options(*cmd);
+  cmd->callback([flags, dynamic] {
+    if (flags->mode == "dynamic")
+      run_dynamic_simulate(*dynamic, {flags->nodes, flags->pods, flags->policy, flags->seeds, flags->out, flags->quiet});
+    else
+      run_simulate(*flags);
+  });
 }
 
 }  // namespace gpupack::cli

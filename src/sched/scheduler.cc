@@ -13,6 +13,8 @@ Scheduler::Scheduler(Policy& policy, std::vector<int64_t> node_rank)
 Decision Scheduler::decide(const ClusterState& state, const Request& req) {
   if (!node_rank_.empty() && node_rank_.size() != static_cast<size_t>(state.node_count()))
     throw std::invalid_argument("node rank table does not match the cluster's node count");
+  if (!node_mask_.empty() && node_mask_.size() != static_cast<size_t>(state.node_count()))
+    throw std::invalid_argument("node mask does not match the cluster's node count");
   policy_.prepare(state, req);
   Decision d;
   const int nodes = state.node_count();
@@ -20,7 +22,7 @@ Decision Scheduler::decide(const ClusterState& state, const Request& req) {
     int64_t best_score = 0, best_rank = 0;
     for (int i = 0; i < nodes; ++i) {
       const NodeId n{i};
-      if (!fits(state, n, req)) continue;
+      if (!allowed(i) || !fits(state, n, req)) continue;
       ++d.feasible_nodes;
       const NodeScore s = policy_.score(state, n, req);
       const int64_t r = rank(n);
@@ -36,7 +38,7 @@ Decision Scheduler::decide(const ClusterState& state, const Request& req) {
     int64_t lo = 0, hi = 0;
     for (int i = 0; i < nodes; ++i) {
       const NodeId n{i};
-      if (!fits(state, n, req)) continue;
+      if (!allowed(i) || !fits(state, n, req)) continue;
       const NodeScore s = policy_.score(state, n, req);
       if (scratch_.empty() || s.score < lo) lo = s.score;
       if (scratch_.empty() || s.score > hi) hi = s.score;
@@ -71,6 +73,7 @@ Decision Scheduler::schedule(ClusterState& state, PodId pod, const Request& req)
 Dimension Scheduler::most_common_reason(const ClusterState& state, const Request& req) const {
   std::array<int, static_cast<size_t>(Dimension::kTopology) + 1> counts{};
   for (int i = 0; i < state.node_count(); ++i) {
+    if (!allowed(i)) continue;
     const Dimension d = failed_dimension(state, NodeId{i}, req);
     if (d != Dimension::kNone) ++counts[static_cast<size_t>(d)];
   }

@@ -5,10 +5,13 @@
 // and changes nothing. The highest score wins; ties go to the node with the
 // lowest rank (default rank = node index). schedule() binds the decision
 // through ClusterState::bind. A failed decision carries the dimension that
-// blocked most nodes. One Scheduler serves one thread.
+// blocked most nodes. set_node_mask() restricts the candidates to the nodes
+// whose mask byte is non-zero (gang domains, reservations); an empty mask
+// (the default) allows every node. One Scheduler serves one thread.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/cluster_state.h"
@@ -36,6 +39,10 @@ class Scheduler {
   void set_explain_failures(bool on) { explain_failures_ = on; }
   Decision schedule(ClusterState& state, PodId pod, const Request& req);
   Policy& policy() { return policy_; }
+  // Nodes with mask[i] == 0 are skipped; empty = all nodes. The mask must
+  // cover every node and outlive its use; the caller owns it.
+  void set_node_mask(std::span<const uint8_t> mask) { node_mask_ = mask; }
+  std::span<const uint8_t> node_mask() const { return node_mask_; }
 
  private:
   struct Candidate {
@@ -48,7 +55,10 @@ class Scheduler {
 
   Policy& policy_;
   std::vector<int64_t> node_rank_;
+  bool allowed(int i) const { return node_mask_.empty() || node_mask_[static_cast<size_t>(i)] != 0; }
+
   std::vector<Candidate> scratch_;
+  std::span<const uint8_t> node_mask_;
   bool explain_failures_ = true;
 };
 

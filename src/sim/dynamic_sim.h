@@ -1,0 +1,87 @@
+// The dynamic simulator: jobs arrive, wait in the queue, run and leave.
+//
+// Contract:
+// - Event-driven over integer seconds. At each event time, completions are
+//   applied first, then arrivals are queued, then one scheduling pass walks
+//   the queue in order (priority, then FIFO) under the queue mode:
+//   kNoBlocking tries every job; kStrictFifo stops at the first job that does
+//   not fit; kBackfill (EASY) computes a reservation for the first job that
+//   does not fit and lets later jobs start only under the backfill rule
+//   (sched/backfill.h). A job over its queue's quota is skipped. With
+//   preemption on, a job that does not fit may evict lower-priority jobs
+//   (sched/preemption.h); victims return to the queue in their original
+//   place and restart from scratch when started again.
+// - Retry policy: a job that does not fit waits and is retried in later
+//   passes, but only once some node it could use (a node on which one of its
+//   members fits) has gained resources since its last unrestricted try; jobs
+//   that never start are counted (`never_ran`). The run ends when no event is
+//   left.
+// - Placement: every job goes through the GangPlacer (one-member jobs are a
+//   single Scheduler decision with the active policy).
+// - Recorded after each event time: allocated GPU milli, FGD fragmentation
+//   (against `frag_target`), queue length, pending GPU milli, running jobs.
+//   Per job: submit, start, end, evictions, whether it was backfilled.
+// - Deterministic in its inputs. Cost per pass: O(queued jobs x freed nodes)
+//   fit checks plus one placement search per job worth trying.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frag/fgd.h"
+#include "model/node.h"
+#include "policy/policy.h"
+#include "sched/gang.h"
+#include "sched/queue.h"
+#include "sim/dynamic_workload.h"
+
+namespace gpupack {
+
+struct DynamicOptions {
+  QueueMode mode = QueueMode::kNoBlocking;
+  bool preemption = false;
+  std::map<std::string, int64_t> quota_gpu_milli;  // per queue name
+  std::vector<TopologyLevel> levels;                // gang domain preference
+};
+
+struct DynamicSample {
+  int64_t time_s = 0;
+  int64_t used_milli = 0;
+  double frag_milli = 0;
+  int queue_length = 0;
+  int64_t pending_milli = 0;
+  int running_jobs = 0;
+};
+
+struct JobOutcome {
+  int64_t submit_s = 0;
+  int64_t start_s = -1;  // last start; -1 = never ran
+  int64_t end_s = -1;    // -1 = still running at the end, or never ran
+  int64_t first_start_s = -1;
+  int evictions = 0;
+  bool backfilled = false;  // started while another job held a reservation
+  int reservations = 0;     // passes in which it held the reservation
+  int64_t reserved_start_s = -1;  // the first reservation's start time
+};
+
+struct DynamicRunResult {
+  std::string policy;
+  int64_t capacity_milli = 0;
+  std::vector<DynamicSample> samples;
+  std::vector<JobOutcome> jobs;  // one per workload job, same order
+  int never_ran = 0;
+  int preemptions = 0;      // plans applied
+  int evicted_pods = 0;
+  int backfilled_jobs = 0;
+  int64_t start_s = 0, end_s = 0;
+  double mean_alloc_pct = 0;  // time-weighted over [start_s, end_s]
+  double wall_seconds = 0;
+};
+
+DynamicRunResult run_dynamic(const std::vector<NodeSpec>& nodes, const DynamicWorkload& workload, Policy& policy,
+                             std::vector<int64_t> node_rank, const TargetWorkload& frag_target,
+                             const DynamicOptions& options);
+
+}  // namespace gpupack
