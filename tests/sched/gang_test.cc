@@ -126,8 +126,11 @@ TEST(Gang, RandomArrivalsAndDeparturesNeverLeaveAGangPartlyBound) {
         next_pod += members;
       } else {
         Job& j = jobs[rng.below(jobs.size())];
-        for (int i = 0; i < j.pods; ++i)
-          if (s.is_bound(PodId{j.first_pod + i})) ASSERT_TRUE(s.unbind(PodId{j.first_pod + i}).is_ok());
+        for (int i = 0; i < j.pods; ++i) {
+          if (s.is_bound(PodId{j.first_pod + i})) {
+            ASSERT_TRUE(s.unbind(PodId{j.first_pod + i}).is_ok());
+          }
+        }
         j.running = false;
       }
       s.commit();
