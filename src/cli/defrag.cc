@@ -24,6 +24,7 @@ struct DefragFlags {
   double frag_below = 0;
   double time_limit = 0;
   bool gang = false;
+  bool no_local_search = false;
 };
 
 void run_defrag(const DefragFlags& f) {
@@ -55,6 +56,7 @@ void run_defrag(const DefragFlags& f) {
   if (f.method == "planner") {
     PlannerOptions opt;
     opt.time_limit_s = f.time_limit;
+    opt.local_search = !f.no_local_search;
     plan = plan_defrag(snap.state, goal, budget, snap.infos, opt);
   } else if (f.method == "high-node-utilization" || f.method == "low-node-utilization") {
     auto policy = make_policy(f.policy, {42, goal.target});
@@ -101,6 +103,7 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_option("--policy", flags->policy, "policy that re-places evicted pods (descheduler methods)")
       ->capture_default_str();
   cmd->add_option("--time-limit", flags->time_limit, "stop the planner's search after this many seconds (0 = none)");
+  cmd->add_flag("--no-local-search", flags->no_local_search, "planner: skip the second search with chained moves");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();
   cmd->add_option("--out", flags->out, "write the plan here instead of stdout");

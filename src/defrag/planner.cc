@@ -557,6 +557,7 @@ class Planner {
     std::partial_sort(cands.begin(), cands.begin() + keep, cands.end(),
                       [](const Cand& a, const Cand& b) { return std::tie(a.cost, a.node) < std::tie(b.cost, b.node); });
     for (size_t k = 0; k < keep; ++k) {
+      if (chain_round_ && chain_tries_++ >= opt_.max_chain_tries) return false;
       const NodeId n{cands[k].node};
       Clearing c;
       if (plan_clearing(n, pod.request, &c) == kInf) continue;
@@ -684,6 +685,7 @@ class Planner {
   mutable std::map<std::tuple<int32_t, int64_t, int64_t, int>, bool> room_cache_;
   mutable uint64_t room_epoch_ = 0;
   bool chain_round_ = false;
+  int chain_tries_ = 0;
   std::vector<std::vector<CacheEntry>> cache_;
   std::vector<std::vector<uint64_t>> bad_;
 };

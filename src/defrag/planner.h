@@ -14,9 +14,11 @@
 //   by tight fit anywhere else (another GPU of the same node = remap). Pods
 //   are taken in passes of falling gain per move cost (GPU milli admitted
 //   per unit cost: free admissions first, then >= 2000, 1000, 500, 250, any),
-//   largest pods first within a pass. Then a local search tries two-level
-//   chains: a displaced pod that fits nowhere may in turn displace one small
-//   pod from the fullest GPU it almost fits on.
+//   largest pods first within a pass. Then a local search repeats the passes
+//   allowing two-level chains: a displaced pod that fits nowhere may displace
+//   one pod from another node where it then fits, that pod being re-placed
+//   anywhere else (the cleared node included, making a swap); this second
+//   search tries at most `max_chain_tries` candidates (it is the costly part).
 // - Goals free-gpus / free-nodes: evacuate the cheapest GPU (only shared pods)
 //   or node (every pod movable) whose pods fit elsewhere without using a
 //   whole free GPU (resp. an empty node), repeatedly, within the budget.
@@ -44,6 +46,7 @@ struct PlannerOptions {
   bool local_search = true;
   int candidates_per_pod = 16; // what-ifs tried per pending pod and pass
   double time_limit_s = 0;     // 0 = no limit
+  int max_chain_tries = 300;   // what-ifs of the chained (second) search
 };
 
 DefragPlan plan_defrag(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
