@@ -641,14 +641,14 @@ class Planner {
         // Among the cheapest evacuations, the one lowering fragmentation most per cost.
         int best = -1;
         double best_gain = 0;
-        int tried = 0;
-        for (size_t k = 0; k < cands.size() && tried < 24; ++k) {
+        int evaluated = 0;
+        for (size_t k = 0; k < cands.size() && k < 128 && evaluated < 24; ++k) {
           double delta = 0;
-          ++tried;
           if (!try_clearing(clearing_of(cands[k]), nullptr, rules_of(cands[k]), true, &delta)) {
             bad[{cands[k].node, cands[k].gpu}] = state_.version(NodeId{cands[k].node});
             continue;
           }
+          ++evaluated;
           const double gain = -delta / std::max(cands[k].cost, 1e-9);
           if (gain > best_gain) best_gain = gain, best = static_cast<int>(k);
         }

@@ -22,8 +22,8 @@
 // - Goals free-gpus / free-nodes: evacuate the cheapest GPU (only shared pods)
 //   or node (every pod movable) whose pods fit elsewhere without using a
 //   whole free GPU (resp. an empty node), repeatedly, within the budget.
-// - Goal frag: like free-gpus, choosing each round among the cheapest
-//   evacuations the one that lowers FGD fragmentation most per unit cost,
+// - Goal frag: like free-gpus, choosing each round among the 24 cheapest
+//   feasible evacuations (of the 128 cheapest) the one that lowers FGD fragmentation most per unit cost,
 //   until fragmentation <= threshold or nothing lowers it.
 // - Gang admit goals return a plan only when every pending pod is admitted.
 // - Complexity: O(rounds x pending x nodes) cached node evaluations plus

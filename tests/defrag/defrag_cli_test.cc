@@ -80,6 +80,16 @@ TEST(DefragCli, SimulateWithDefragBudgetReportsBeforeAndAfterPerRun) {
   EXPECT_GE(plan["after"]["free_gpus"].get<int>(), plan["before"]["free_gpus"].get<int>());
 }
 
+TEST(DefragCli, WithoutDefragBudgetTheSummaryHasNoDefragFields) {
+  const std::string out = temp_dir("plain");
+  const RunResult r = run("simulate --synthetic-nodes 60 --policy fgd --seeds 1 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("alloc %")));
+  const auto j = nlohmann::json::parse(read(out + "/summary.json"));
+  EXPECT_FALSE(j["runs"][0].contains("alloc_pct_before_defrag"));
+  EXPECT_FALSE(j["policies"]["fgd"].contains("mean_moves"));
+}
+
 TEST(DefragCli, BadInputFailsWithAClearMessage) {
   const std::string dir = temp_dir("bad");
   {
