@@ -10,5 +10,6 @@ void add_simulate_command(CLI::App& app);
 void add_allocsim_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_config_command(CLI::App& app);
+void add_defrag_command(CLI::App& app);
 
 }  // namespace gpupack::cli

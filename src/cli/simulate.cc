@@ -29,7 +29,24 @@ struct SimulateFlags {
   int threads = 0;
   int synthetic_nodes = 1000;
   bool quiet = false;
+  std::string defrag_budget, defrag_method = "planner", save_state;
 };
+
+// "5%" -> 0.05; "0.05" -> 0.05 (a fraction of running pods).
+double parse_budget_fraction(const std::string& text) {
+  std::string num = text;
+  double scale = 1;
+  if (!num.empty() && num.back() == '%') {
+    num.pop_back();
+    scale = 0.01;
+  }
+  double v = 0;
+  auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), v);
+  if (num.empty() || ec != std::errc() || end != num.data() + num.size() || !(v * scale >= 0 && v * scale <= 1))
+    throw std::invalid_argument(
+        fmt::format("--defrag-budget: '{}' is not a share of running pods (e.g. 5% or 0.05)", text));
+  return v * scale;
+}
 
 // "42", "42-51", "1,5,7-9" -> seeds.
 std::vector<uint64_t> parse_seeds(const std::string& text) {
@@ -112,6 +129,12 @@ void run_simulate(const SimulateFlags& f) {
   spec.seeds = parse_seeds(f.seeds);
   spec.tune = f.tune;
   spec.threads = f.threads;
+  if (!f.defrag_budget.empty()) {
+    spec.defrag = StaticDefragSpec{};
+    spec.defrag->budget_fraction = parse_budget_fraction(f.defrag_budget);
+    spec.defrag->method = f.defrag_method;
+  }
+  spec.save_state_path = f.save_state;
 
   std::vector<std::string> arrival_pods;
   if (!f.order.empty()) {
@@ -151,6 +174,7 @@ void run_simulate(const SimulateFlags& f) {
   const auto runs = run_experiment(spec, [&](const ExperimentProgress& p) { progress.update(p); });
   const auto summary = summarize(runs);
   fmt::print("{}", format_comparison_table(summary));
+  if (spec.defrag) fmt::print("\n{}", format_defrag_table(summary));
 
   if (!f.out.empty()) {
     std::filesystem::create_directories(f.out);
@@ -195,6 +219,14 @@ void add_simulate_command(CLI::App& app) {
                   "size of the built-in synthetic cluster used without --nodes/--pods")
       ->capture_default_str();
   cmd->add_flag("--quiet", flags->quiet, "print only the comparison table");
+  cmd->add_option("--defrag-budget", flags->defrag_budget,
+                  "after the arrivals, defragment moving at most this share of running pods (e.g. 5%), then retry "
+                  "the failed pods; adds alloc_pct_before/after_defrag, moves, running_pods to summary.json");
+  cmd->add_option("--defrag-method", flags->defrag_method,
+                  "with --defrag-budget: planner, high-node-utilization or low-node-utilization")
+      ->capture_default_str();
+  cmd->add_option("--save-state", flags->save_state,
+                  "write the first run's state after its arrivals (gpupack-state/v1 JSON, for gpupack defrag)");
   cmd->add_option("--mode", flags->mode, "static (the FGD paper's experiment) or dynamic (arrivals and departures)")
       ->check(CLI::IsMember({"static", "dynamic"}))
       ->capture_default_str();

@@ -7,12 +7,35 @@
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <unordered_set>
 
+#include "defrag/snapshot.h"
 #include "model/cluster_state.h"
 #include "policy/registry.h"
 #include "sim/random.h"
 
 namespace gpupack {
+
+namespace {
+
+// Snapshot of a run's state after its arrivals; failed arrivals are pending.
+// Pod names are the trace names, with "-<arrival index>" added to repeats.
+void save_arrival_state(const ExperimentSpec& spec, const std::vector<int32_t>& order,
+                        const std::vector<Request>& arrivals, const ClusterState& state, const StaticRunResult& res) {
+  PodMoveInfos infos(arrivals.size());
+  std::unordered_set<std::string> seen;
+  for (size_t i = 0; i < arrivals.size(); ++i) {
+    std::string name = spec.trace.names.at(order[i]);
+    if (!seen.insert(name).second) name += "-" + std::to_string(i);
+    infos[i].name = std::move(name);
+  }
+  std::vector<PendingPod> pending;
+  for (size_t i = 0; i < res.placements.size(); ++i)
+    if (!valid(res.placements[i].node)) pending.push_back({PodId{static_cast<int32_t>(i)}, arrivals[i]});
+  write_snapshot(spec.save_state_path, state, infos, pending);
+}
+
+}  // namespace
 
 std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
                                             const std::function<void(const ExperimentProgress&)>& progress) {
@@ -23,10 +46,19 @@ std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
   auto target = std::make_shared<const TargetWorkload>(
       TargetWorkload::from_requests(spec.trace.requests, spec.trace.model_keys));
   for (const auto& p : spec.policies) make_policy(p, {0, target});  // validate names up front
+  if (spec.defrag) {
+    const auto& methods = static_defrag_methods();
+    if (std::find(methods.begin(), methods.end(), spec.defrag->method) == methods.end())
+      throw std::invalid_argument("unknown defrag method '" + spec.defrag->method +
+                                  "' (known: planner, high-node-utilization, low-node-utilization)");
+    if (!(spec.defrag->budget_fraction >= 0 && spec.defrag->budget_fraction <= 1))
+      throw std::invalid_argument("defrag budget must be within 0..100% of running pods");
+  }
 
   const int64_t capacity = ClusterState(spec.nodes).gpu_capacity_milli();
   // Arrivals per seed, shared by every policy.
   std::vector<std::vector<Request>> arrivals(spec.seeds.size());
+  std::vector<std::vector<int32_t>> orders(spec.seeds.size());
   size_t arrivals_per_round = 0;
   for (size_t s = 0; s < spec.seeds.size(); ++s) {
     const std::vector<int32_t> order =
@@ -35,6 +67,7 @@ std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
     arrivals[s].reserve(order.size());
     for (int32_t i : order) arrivals[s].push_back(spec.trace.requests.at(i));
     arrivals_per_round += order.size();
+    orders[s] = order;
   }
 
   const size_t jobs = spec.policies.size() * spec.seeds.size();
@@ -58,7 +91,15 @@ std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
           reported = done;
           if (progress) progress(state);
         };
-        StaticRunResult r = run_static(spec.nodes, arrivals[s], *policy, std::move(rank), *target, on_step);
+        std::function<void(ClusterState&, StaticRunResult&)> after;
+        if (spec.defrag || (job == 0 && !spec.save_state_path.empty())) {
+          after = [&, job, s, rank](ClusterState& st, StaticRunResult& res) {
+            if (job == 0 && !spec.save_state_path.empty()) save_arrival_state(spec, orders[s], arrivals[s], st, res);
+            if (spec.defrag)
+              res.defrag = defrag_after_arrivals(st, arrivals[s], res.placements, *policy, rank, *spec.defrag);
+          };
+        }
+        StaticRunResult r = run_static(spec.nodes, arrivals[s], *policy, std::move(rank), *target, on_step, after);
         r.seed = spec.seeds[s];
         std::lock_guard<std::mutex> lock(mu);
         state.arrivals_done += arrivals[s].size() - reported;

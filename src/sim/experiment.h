@@ -8,6 +8,11 @@
 // own arrivals; without a node rank, each seed uses a seeded permutation of
 // the nodes as tie-break. Throws std::invalid_argument on an unknown policy
 // or an empty cluster before any job starts.
+// With `defrag`, every run defragments after its arrivals and retries its
+// failed pods (sim/static_defrag.h); the outcome is in StaticRunResult::defrag.
+// With `save_state_path`, the first job (first policy, first seed) writes its
+// state after the arrivals as a gpupack-state/v1 snapshot (defrag/snapshot.h;
+// failed arrivals as pending pods), before any defragmentation.
 #pragma once
 
 #include <functional>
@@ -30,6 +35,8 @@ struct ExperimentSpec {
   std::optional<std::vector<int32_t>> fixed_order;  // indices into trace
   std::optional<std::vector<int64_t>> node_rank;    // per node, lower wins
   int threads = 0;
+  std::optional<StaticDefragSpec> defrag;
+  std::string save_state_path;
 };
 
 struct ExperimentProgress {

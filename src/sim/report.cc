@@ -45,6 +45,15 @@ std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs) {
     s.mean_wall_seconds += r.wall_seconds;
     s.mean_final_alloc_pct += r.final_alloc_pct();
     curves[it->second].push_back(bucket_curve(r));
+    if (r.defrag) {
+      s.has_defrag = true;
+      s.mean_alloc_pct_before_defrag += r.defrag->alloc_pct_before;
+      s.mean_alloc_pct_after_defrag += r.defrag->alloc_pct_after;
+      s.mean_moves += r.defrag->moves;
+      s.mean_running_pods += r.defrag->running_pods;
+      s.mean_defrag_admitted_pods += r.defrag->admitted_pods;
+      s.mean_defrag_seconds += r.defrag->plan_seconds;
+    }
   }
   for (size_t i = 0; i < out.size(); ++i) {
     PolicySummary& s = out[i];
@@ -53,6 +62,27 @@ std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs) {
     s.mean_arrivals /= s.seeds;
     s.mean_wall_seconds /= s.seeds;
     s.mean_final_alloc_pct /= s.seeds;
+    for (double* v : {&s.mean_alloc_pct_before_defrag, &s.mean_alloc_pct_after_defrag, &s.mean_moves,
+                      &s.mean_running_pods, &s.mean_defrag_admitted_pods, &s.mean_defrag_seconds})
+      *v /= s.seeds;
+  }
+  return out;
+}
+
+std::string format_defrag_table(const std::vector<PolicySummary>& summary) {
+  bool any = false;
+  for (const PolicySummary& s : summary) any = any || s.has_defrag;
+  if (!any) return {};
+  std::string out = fmt::format("{:<14} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9}\n", "defrag", "alloc %", "alloc %",
+                                "gain", "moves", "running", "admitted", "plan s");
+  out += fmt::format("{:<14} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9}\n", "policy", "before", "after", "pp", "",
+                     "pods", "pods", "per run");
+  for (const PolicySummary& s : summary) {
+    if (!s.has_defrag) continue;
+    out += fmt::format("{:<14} {:>9.2f} {:>9.2f} {:>7.2f} {:>8.1f} {:>9.1f} {:>9.1f} {:>9.3f}\n", s.policy,
+                       s.mean_alloc_pct_before_defrag, s.mean_alloc_pct_after_defrag,
+                       s.mean_alloc_pct_after_defrag - s.mean_alloc_pct_before_defrag, s.mean_moves,
+                       s.mean_running_pods, s.mean_defrag_admitted_pods, s.mean_defrag_seconds);
   }
   return out;
 }
@@ -106,6 +136,22 @@ void write_summary_json(const std::string& path, const std::vector<StaticRunResu
                   {"final_frag_pct", r.steps.empty() ? 0.0 : 100.0 * r.steps.back().frag_milli / r.capacity_milli},
                   {"failed_pods", r.failed_pods},
                   {"wall_seconds", r.wall_seconds}});
+    if (r.defrag) {
+      const StaticDefragResult& d = *r.defrag;
+      auto& run = jr.back();
+      run["alloc_pct_before_defrag"] = d.alloc_pct_before;
+      run["alloc_pct_after_defrag"] = d.alloc_pct_after;
+      run["moves"] = d.moves;
+      run["running_pods"] = d.running_pods;
+      run["defrag_method"] = d.method;
+      run["defrag_max_moves"] = d.max_moves;
+      run["defrag_admitted_pods"] = d.admitted_pods;
+      run["free_gpus_before_defrag"] = d.free_gpus_before;
+      run["free_gpus_after_defrag"] = d.free_gpus_after;
+      run["free_nodes_before_defrag"] = d.free_nodes_before;
+      run["free_nodes_after_defrag"] = d.free_nodes_after;
+      run["defrag_seconds"] = d.plan_seconds;
+    }
   }
   auto& jp = j["policies"] = nlohmann::json::object();
   for (const PolicySummary& s : summary) {
@@ -116,6 +162,12 @@ void write_summary_json(const std::string& path, const std::vector<StaticRunResu
     for (int k : {90, 100, 110, 130}) {
       const double v = at(s.mean.alloc_pct, k);
       p[fmt::format("alloc_pct_at_{}", k)] = std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+    }
+    if (s.has_defrag) {
+      p["mean_alloc_pct_before_defrag"] = s.mean_alloc_pct_before_defrag;
+      p["mean_alloc_pct_after_defrag"] = s.mean_alloc_pct_after_defrag;
+      p["mean_moves"] = s.mean_moves;
+      p["mean_running_pods"] = s.mean_running_pods;
     }
     jp[s.policy] = p;
   }

@@ -24,6 +24,14 @@ struct PolicySummary {
   double mean_arrivals = 0;
   double mean_wall_seconds = 0;
   double mean_final_alloc_pct = 0;
+  // Set when the runs defragmented after their arrivals (means over seeds).
+  bool has_defrag = false;
+  double mean_alloc_pct_before_defrag = 0;
+  double mean_alloc_pct_after_defrag = 0;
+  double mean_moves = 0;
+  double mean_running_pods = 0;
+  double mean_defrag_admitted_pods = 0;
+  double mean_defrag_seconds = 0;
 };
 
 std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs);
@@ -31,6 +39,10 @@ std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs);
 // Allocation % at 90/100/110/130 % arrived, fragmentation % at 130, failed
 // pods and wall time per run; the best policy at 130 % is marked.
 std::string format_comparison_table(const std::vector<PolicySummary>& summary);
+
+// Per policy: allocation before/after defragmentation, moves (and the
+// budget), pods admitted and planning time; empty when no run defragmented.
+std::string format_defrag_table(const std::vector<PolicySummary>& summary);
 
 void write_curves_csv(const std::string& path, const std::vector<StaticRunResult>& runs);
 void write_summary_json(const std::string& path, const std::vector<StaticRunResult>& runs,

@@ -42,7 +42,8 @@ double StaticRunResult::final_alloc_pct() const {
 
 StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const Request> arrivals, Policy& policy,
                            std::vector<int64_t> node_rank, const TargetWorkload& frag_target,
-                           const std::function<void(size_t)>& progress) {
+                           const std::function<void(size_t)>& progress,
+                           const std::function<void(ClusterState&, StaticRunResult&)>& after_arrivals) {
   const auto start = std::chrono::steady_clock::now();
   ClusterState state(nodes);
   Scheduler scheduler(policy, std::move(node_rank));
@@ -69,6 +70,7 @@ StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const R
   }
   state.commit();
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (after_arrivals) after_arrivals(state, out);
   return out;
 }
 

@@ -10,11 +10,15 @@
 //   never removing a pod; a pod that fits nowhere fails and is dropped. After
 //   each arrival it records arrived milli (failed pods included), allocated
 //   milli and the cluster's FGD fragmentation. O(arrivals x nodes) filter
-//   checks plus the policy's scoring cost.
+//   checks plus the policy's scoring cost. When given, `after_arrivals` is
+//   called once after the last arrival with the final state and the result
+//   so far (sim/static_defrag.h uses it to defragment and retry failed pods;
+//   it may change the state but not the recorded steps).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +27,7 @@
 #include "model/node.h"
 #include "model/request.h"
 #include "policy/policy.h"
+#include "sim/static_defrag.h"
 
 namespace gpupack {
 
@@ -43,6 +48,7 @@ struct StaticRunResult {
   std::vector<Assignment> placements;    // one per arrival; node kNoNode = failed
   int failed_pods = 0;
   double wall_seconds = 0;
+  std::optional<StaticDefragResult> defrag;  // set when the run defragmented after its arrivals
 
   double final_alloc_pct() const;
 };
@@ -50,6 +56,7 @@ struct StaticRunResult {
 // `progress(done)` (optional) is called every few hundred arrivals.
 StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const Request> arrivals, Policy& policy,
                            std::vector<int64_t> node_rank, const TargetWorkload& frag_target,
-                           const std::function<void(size_t)>& progress = {});
+                           const std::function<void(size_t)>& progress = {},
+                           const std::function<void(ClusterState&, StaticRunResult&)>& after_arrivals = {});
 
 }  // namespace gpupack

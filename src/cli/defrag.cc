@@ -1,0 +1,113 @@
+// gpupack defrag: plan the moves that defragment a saved cluster state and
+// print the plan (table, JSON or a Kubernetes eviction list).
+#include <fmt/format.h>
+
+#include <fstream>
+#include <stdexcept>
+
+#include "cli/commands.h"
+#include "defrag/descheduler.h"
+#include "defrag/planner.h"
+#include "defrag/plan_writers.h"
+#include "defrag/snapshot.h"
+#include "policy/registry.h"
+
+namespace gpupack::cli {
+namespace {
+
+struct DefragFlags {
+  std::string state, goal = "admit", format = "table", out, method = "planner", policy = "bestfit";
+  int max_moves = -1;
+  double max_moves_pct = -1;
+  int64_t max_moved_gpus = -1;
+  double max_cost = -1;
+  double frag_below = 0;
+  double time_limit = 0;
+  bool gang = false;
+  bool no_local_search = false;
+};
+
+void run_defrag(const DefragFlags& f) {
+  if (f.format != "table" && f.format != "json" && f.format != "evictions")
+    throw std::invalid_argument(fmt::format("--format '{}': expected table, json or evictions", f.format));
+  if (f.max_moves_pct > 100) throw std::invalid_argument(fmt::format("--max-moves-pct {} is above 100", f.max_moves_pct));
+  Snapshot snap = read_snapshot(f.state);
+  DefragGoal goal;
+  goal.kind = parse_goal_kind(f.goal);
+  goal.gang = f.gang;
+  goal.frag_threshold_pct = f.frag_below;
+  if (goal.kind == GoalKind::kAdmitPending) goal.pending = snap.pending;
+  std::vector<Request> all;
+  for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));
+  for (const PendingPod& p : snap.pending) all.push_back(p.request);
+  goal.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(all));
+
+  DefragBudget budget;
+  budget.max_moves = f.max_moves;
+  if (f.max_moves_pct >= 0) {
+    const int by_pct = static_cast<int>(f.max_moves_pct / 100.0 * snap.state.bound_pod_count() + 1e-9);
+    budget.max_moves = budget.max_moves < 0 ? by_pct : std::min(budget.max_moves, by_pct);
+  }
+  budget.max_moved_gpu_milli = f.max_moved_gpus < 0 ? -1 : f.max_moved_gpus * kGpuMilliPerGpu;
+  budget.max_cost = f.max_cost;
+  budget.max_unavailable = snap.max_unavailable;
+
+  DefragPlan plan;
+  if (f.method == "planner") {
+    PlannerOptions opt;
+    opt.time_limit_s = f.time_limit;
+    opt.local_search = !f.no_local_search;
+    plan = plan_defrag(snap.state, goal, budget, snap.infos, opt);
+  } else if (f.method == "high-node-utilization" || f.method == "low-node-utilization") {
+    auto policy = make_policy(f.policy, {42, goal.target});
+    DeschedulerOptions opt;
+    opt.strategy = f.method == "high-node-utilization" ? DeschedulerStrategy::kHighNodeUtilization
+                                                       : DeschedulerStrategy::kLowNodeUtilization;
+    plan = plan_descheduler(snap.state, goal, budget, snap.infos, *policy, {}, opt);
+  } else {
+    throw std::invalid_argument(fmt::format(
+        "--method '{}': expected planner, high-node-utilization or low-node-utilization", f.method));
+  }
+
+  std::string text;
+  if (f.format == "table") text = format_plan_table(plan, snap.state, snap.infos);
+  if (f.format == "json") text = plan_to_json(plan, snap.state, snap.infos).dump(2) + "\n";
+  if (f.format == "evictions") text = eviction_list(plan, snap.state, snap.infos).dump(2) + "\n";
+  if (f.out.empty()) {
+    fmt::print("{}", text);
+  } else {
+    std::ofstream out(f.out);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot write file", f.out));
+  }
+}
+
+}  // namespace
+
+void add_defrag_command(CLI::App& app) {
+  auto flags = std::make_shared<DefragFlags>();
+  auto* cmd = app.add_subcommand("defrag", "plan pod moves that defragment a saved cluster state");
+  cmd->add_option("--state", flags->state, "cluster state (gpupack-state/v1 JSON, e.g. from simulate --save-state)")
+      ->required();
+  cmd->add_option("--goal", flags->goal, "admit (the state's pending pods), free-gpus, free-nodes or frag")
+      ->capture_default_str();
+  cmd->add_flag("--gang", flags->gang, "with --goal admit: admit all pending pods or none");
+  cmd->add_option("--frag-below", flags->frag_below, "with --goal frag: target FGD fragmentation, % of GPU capacity");
+  cmd->add_option("--max-moves", flags->max_moves, "at most this many pod moves (-1 = no limit)")->capture_default_str();
+  cmd->add_option("--max-moves-pct", flags->max_moves_pct, "at most this % of running pods moved");
+  cmd->add_option("--max-moved-gpus", flags->max_moved_gpus, "at most this many GPUs' worth of pods moved");
+  cmd->add_option("--max-cost", flags->max_cost, "at most this summed move cost");
+  cmd->add_option("--method", flags->method, "planner, high-node-utilization or low-node-utilization")
+      ->capture_default_str();
+  cmd->add_option("--policy", flags->policy, "policy that re-places evicted pods (descheduler methods)")
+      ->capture_default_str();
+  cmd->add_option("--time-limit", flags->time_limit, "stop the planner's search after this many seconds (0 = none)");
+  cmd->add_flag("--no-local-search", flags->no_local_search, "planner: skip the second search with chained moves");
+  cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
+      ->capture_default_str();
+  cmd->add_option("--out", flags->out, "write the plan here instead of stdout");
+  cmd->callback([flags] { run_defrag(*flags); });
+}
+
+}  // namespace gpupack::cli

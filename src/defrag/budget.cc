@@ -1,0 +1,58 @@
+#include "defrag/budget.h"
+
+#include <algorithm>
+
+namespace gpupack {
+
+const char* move_kind_name(MoveKind k) {
+  switch (k) {
+    case MoveKind::kRemap: return "remap";
+    case MoveKind::kMigrate: return "migrate";
+    case MoveKind::kEvict: return "evict";
+    case MoveKind::kAdmit: return "admit";
+  }
+  return "?";
+}
+
+const PodMoveInfo& move_info(const PodMoveInfos& infos, PodId pod) {
+  static const PodMoveInfo kDefault;
+  return index(pod) < infos.size() ? infos[index(pod)] : kDefault;
+}
+
+std::string pod_display_name(const PodMoveInfos& infos, PodId pod) {
+  const PodMoveInfo& info = move_info(infos, pod);
+  return info.name.empty() ? "pod-" + std::to_string(static_cast<int>(pod)) : info.name;
+}
+
+MoveKind classify_move(const PodMoveInfo& info, NodeId from, NodeId to) {
+  if (from == to) return MoveKind::kRemap;
+  return info.checkpointable ? MoveKind::kMigrate : MoveKind::kEvict;
+}
+
+double move_cost(const PodMoveInfo& info, MoveKind kind) {
+  if (kind == MoveKind::kAdmit) return 0;
+  return info.checkpointable ? info.restart_cost * kCheckpointCostFactor : info.restart_cost;
+}
+
+void BudgetUse::add(PodId pod, const PodMoveInfo& info, int64_t milli, double c) {
+  ++moves;
+  moved_gpu_milli += milli;
+  cost += c;
+  if (!info.group.empty()) {
+    auto& v = moved_by_group[info.group];
+    if (std::find(v.begin(), v.end(), pod) == v.end()) v.push_back(pod);
+  }
+}
+
+bool BudgetUse::within(const DefragBudget& b) const {
+  if (b.max_moves >= 0 && moves > b.max_moves) return false;
+  if (b.max_moved_gpu_milli >= 0 && moved_gpu_milli > b.max_moved_gpu_milli) return false;
+  if (b.max_cost >= 0 && cost > b.max_cost + 1e-9) return false;
+  for (const auto& [group, pods] : moved_by_group) {
+    auto it = b.max_unavailable.find(group);
+    if (it != b.max_unavailable.end() && static_cast<int>(pods.size()) > it->second) return false;
+  }
+  return true;
+}
+
+}  // namespace gpupack

@@ -1,0 +1,54 @@
+// Descheduler-style baselines: evict by GPU utilisation thresholds and let
+// the active policy re-place the pods, as the Kubernetes descheduler's
+// LowNodeUtilization / HighNodeUtilization strategies do.
+//
+// Contract:
+// - A node's GPU utilisation is used / capacity of its GPUs, in %. Nodes
+//   without GPUs are ignored.
+// - HighNodeUtilization (bin packing): nodes with 0 < utilisation < low_pct
+//   are drained, emptiest first; each evicted pod (smallest GPU request
+//   first) is re-placed by `policy` on any other node; a pod that fits on no
+//   other node is left where it is (the descheduler's node-fit check).
+// - LowNodeUtilization (spreading): from nodes above high_pct, fullest first,
+//   pods (smallest first) are evicted while the node stays above high_pct and
+//   re-placed by `policy` on nodes below low_pct.
+// - Then every pending pod of `goal` (in the given order) is offered to
+//   `policy` over all nodes and admitted where it fits.
+// - Moves never exceed `budget`; immovable pods never move; each pod moves at
+//   most once. The plan is valid in order (validate_plan() holds).
+//   O(moves x nodes) policy scores. `state` is not changed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "defrag/budget.h"
+#include "defrag/goal.h"
+#include "defrag/plan.h"
+#include "policy/policy.h"
+
+namespace gpupack {
+
+enum class DeschedulerStrategy { kLowNodeUtilization, kHighNodeUtilization };
+
+struct DeschedulerOptions {
+  DeschedulerStrategy strategy = DeschedulerStrategy::kHighNodeUtilization;
+  double low_pct = 20;
+  double high_pct = 80;
+};
+
+DefragPlan plan_descheduler(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                            const PodMoveInfos& infos, Policy& policy, std::span<const int64_t> node_rank,
+                            const DeschedulerOptions& options);
+
+// The scheduler's decision restricted to nodes where `allowed(node)` holds:
+// filter, policy score (min-max normalised when the policy asks), highest
+// score, ties to the lowest rank (node index when `node_rank` is empty).
+template <class Allowed>
+std::optional<Assignment> policy_place(const ClusterState& state, Policy& policy, std::span<const int64_t> node_rank,
+                                       const Request& req, Allowed allowed);
+
+}  // namespace gpupack
+
+#include "defrag/descheduler_inl.h"

@@ -1,0 +1,57 @@
+// A defrag plan: ordered steps, each valid when applied in order.
+//
+// Contract:
+// - A step moves one running pod from `from` to `to` (kind remap, migrate or
+//   evict) or admits a pending pod at `to` (kind admit, `from.node` kNoNode).
+//   `after` holds the cluster measures once the step is applied (admitted
+//   counts include this step).
+// - `apply_plan()` applies the steps to `state` in order through
+//   unbind/bind; it checks each step (pod bound at `from`, the bind fits) and
+//   on the first failure rolls back everything and throws
+//   std::invalid_argument naming the step. O(steps) binds.
+// - `validate_plan()` applies the plan to a copy and returns every rule it
+//   breaks (empty = valid): a step's `from` must be the pod's assignment at
+//   that point, no step over-allocates, no immovable pod moves, admitted pods
+//   are pending and unbound, the budget (moves, moved GPU milli, cost,
+//   group max-unavailable) holds, recorded measures match, and the state's
+//   invariants hold after every step. O(steps x (nodes + pods)).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "defrag/budget.h"
+#include "defrag/goal.h"
+#include "model/cluster_state.h"
+
+namespace gpupack {
+
+struct PlanStep {
+  MoveKind kind = MoveKind::kEvict;
+  PodId pod{};
+  Request request;
+  Assignment from;  // node kNoNode for kAdmit
+  Assignment to;
+  double cost = 0;
+  ClusterMeasures after;
+};
+
+struct DefragPlan {
+  std::string algorithm;
+  GoalKind goal = GoalKind::kAdmitPending;
+  std::vector<PlanStep> steps;
+  ClusterMeasures before;
+  ClusterMeasures after;
+  BudgetUse use;
+  std::vector<PodId> not_admitted;  // pending pods the plan could not place
+  double plan_seconds = 0;
+
+  int moves() const { return use.moves; }
+};
+
+void apply_plan(ClusterState& state, const DefragPlan& plan);
+
+std::vector<std::string> validate_plan(const ClusterState& state, const DefragPlan& plan, const DefragGoal& goal,
+                                       const DefragBudget& budget, const PodMoveInfos& infos);
+
+}  // namespace gpupack

@@ -1,0 +1,29 @@
+// Writers for a defrag plan: a table for people, JSON for tools, and an
+// eviction list a Kubernetes operator can apply.
+//
+// Contract: pure functions of (plan, the state the plan was made for, move
+// metadata); node names come from the state, pod names from `infos`
+// (pod-<id> when absent). Formats are documented in docs/DEFRAG.md:
+// - format_plan_table(): one row per step (kind, pod, from node[GPUs], to
+//   node[GPUs], cost, GPU allocation % and whole free GPUs after the step),
+//   then a summary line.
+// - plan_to_json(): {"algorithm","goal","moves","moved_gpu_milli","cost",
+//   "before","after","steps":[...],"not_admitted":[...]}.
+// - eviction_list(): a Kubernetes List of policy/v1 Eviction objects, one per
+//   migrate/evict step in plan order, annotated with the planned target
+//   (gpupack.io/target-node, gpupack.io/target-gpus, gpupack.io/move-kind,
+//   gpupack.io/step). Remaps and admissions are not evictions and are left out.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "defrag/plan.h"
+
+namespace gpupack {
+
+std::string format_plan_table(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos);
+nlohmann::json plan_to_json(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos);
+nlohmann::json eviction_list(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos);
+
+}  // namespace gpupack

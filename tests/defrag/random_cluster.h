@@ -1,0 +1,89 @@
+// Test support: small random clusters packed full of shared and whole-GPU
+// pods, with pending pods that do not fit and random move metadata.
+#pragma once
+
+#include <vector>
+
+#include "defrag/budget.h"
+#include "defrag/goal.h"
+#include "model/cluster_state.h"
+#include "policy/gpu_choice.h"
+#include "sched/filter.h"
+#include "sim/random.h"
+
+namespace gpupack::testing {
+
+struct RandomCluster {
+  ClusterState state;
+  PodMoveInfos infos;
+  std::vector<PendingPod> pending;
+};
+
+inline Request random_request(Rng& rng, int max_gpus) {
+  Request r;
+  r.cpu_milli = 1000 * static_cast<int64_t>(1 + rng.below(8));
+  r.memory_mib = 1024 * static_cast<int64_t>(1 + rng.below(8));
+  const uint64_t kind = rng.below(10);
+  if (kind < 6) {
+    r.gpu_count = 1;
+    static const int32_t shares[] = {100, 250, 300, 500, 500, 700};
+    r.gpu_milli = shares[rng.below(6)];
+  } else if (kind < 9) {
+    r.gpu_count = 1 + static_cast<int32_t>(rng.below(std::min(2, max_gpus)));
+    r.gpu_milli = 1000;
+  }
+  return r;
+}
+
+// `nodes` nodes of `gpus` GPUs; pods bound first fit (random GPUs among the
+// fitting ones) until `attempts` draws are spent; then `pending` requests that
+// fit nowhere now but would fit on an empty node.
+inline RandomCluster make_random_cluster(uint64_t seed, int nodes, int gpus, int attempts, int pending,
+                                         bool random_infos, int64_t node_cpu_milli = 32000) {
+  Rng rng(seed);
+  std::vector<NodeSpec> specs;
+  for (int i = 0; i < nodes; ++i) specs.push_back({"node-" + std::to_string(i), node_cpu_milli, 128 * 1024, gpus, 0});
+  RandomCluster c{ClusterState(specs), {}, {}};
+  int next = 0;
+  for (int a = 0; a < attempts; ++a) {
+    const Request r = random_request(rng, gpus);
+    std::vector<int> fit;
+    for (int n = 0; n < nodes; ++n)
+      if (fits(c.state, NodeId{n}, r)) fit.push_back(n);
+    if (fit.empty()) continue;
+    const NodeId n{fit[rng.below(fit.size())]};
+    uint32_t mask = 0;
+    if (r.is_gpu()) {
+      // a random fitting GPU set: start from a random index
+      const auto free = c.state.gpu_free_milli(n);
+      const int start = static_cast<int>(rng.below(gpus));
+      int taken = 0;
+      for (int k = 0; k < gpus && taken < r.gpu_count; ++k) {
+        const int g = (start + k) % gpus;
+        if (free[g] >= r.gpu_milli) mask |= 1u << g, ++taken;
+      }
+    }
+    c.state.bind(PodId{next++}, r, Assignment{n, mask, r.is_gpu() ? r.gpu_milli : 0});
+  }
+  c.state.commit();
+  c.infos.resize(next + pending);
+  for (int p = 0; p < next; ++p) {
+    if (!random_infos) continue;
+    PodMoveInfo& info = c.infos[p];
+    info.immovable = rng.below(8) == 0;
+    info.checkpointable = rng.below(2) == 0;
+    info.restart_cost = 0.5 + static_cast<double>(rng.below(4)) * 0.5;
+    if (rng.below(3) == 0) info.group = "group-" + std::to_string(rng.below(3));
+  }
+  for (int tries = 0; static_cast<int>(c.pending.size()) < pending && tries < 1000; ++tries) {
+    Request r = random_request(rng, gpus);
+    if (!r.is_gpu()) continue;
+    bool fits_now = false;
+    for (int n = 0; n < nodes; ++n) fits_now = fits_now || fits(c.state, NodeId{n}, r);
+    if (fits_now) continue;
+    c.pending.push_back({PodId{next + static_cast<int>(c.pending.size())}, r});
+  }
+  return c;
+}
+
+}  // namespace gpupack::testing
