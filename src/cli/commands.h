@@ -10,5 +10,7 @@ void add_simulate_command(CLI::App& app);
 void add_allocsim_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_config_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+void add_analyze_command(CLI::App& app);
 
 }  // namespace gpupack::cli
