@@ -319,12 +319,12 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   std::vector<std::string> names;
   std::map<std::string, std::string> failed, unresolvable;
   std::vector<int> idx = resolve_candidates_locked(args, names, unresolvable);
-  std::vector<std::string> passed;
+  std::vector<size_t> passed;  // positions in names/idx
   std::array<int, static_cast<size_t>(Dimension::kTopology) + 1> counts{};
   for (size_t k = 0; k < idx.size(); ++k) {
     Fit f = check_node_locked(idx[k], *pod);
     if (f.ok()) {
-      passed.push_back(names[k]);
+      passed.push_back(k);
     } else {
       ++counts[static_cast<size_t>(f.dimension)];
       (f.unresolvable ? unresolvable : failed)[names[k]] = std::move(f.message);
@@ -341,7 +341,27 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
       e.pending_reason = counts[best] > 0 ? dimension_label(static_cast<Dimension>(best)) : "no_nodes";
     }
   }
-  return make_filter_result(args, passed, std::move(failed), std::move(unresolvable));
+  // The reply in the request's form, survivors in request order (what
+  // make_filter_result() does, without its name set: this is the hot path).
+  ExtenderFilterResult out;
+  if (args.nodes) {
+    std::unordered_map<std::string_view, const nlohmann::json*> objects;
+    objects.reserve(args.nodes->size());
+    for (const nlohmann::json& obj : *args.nodes)
+      objects.emplace(obj["metadata"]["name"].get_ref<const std::string&>(), &obj);
+    std::vector<nlohmann::json> items;
+    items.reserve(passed.size());
+    for (size_t k : passed) items.push_back(*objects.at(names[k]));
+    out.nodes = std::move(items);
+  } else {
+    std::vector<std::string> survivors;
+    survivors.reserve(passed.size());
+    for (size_t k : passed) survivors.push_back(names[k]);
+    out.node_names = std::move(survivors);
+  }
+  out.failed_nodes = std::move(failed);
+  out.failed_and_unresolvable_nodes = std::move(unresolvable);
+  return out;
 }
 
 HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::string* error) {
