@@ -597,6 +597,7 @@ ServiceMetrics ExtenderService::metrics() const {
         if (counts[d] > counts[best]) best = d;
       reason = fits_somewhere ? "schedulable"
                               : (counts[best] > 0 ? dimension_label(static_cast<Dimension>(best)) : "no_nodes");
+      e.pending_reason = reason;
     }
     if (reason.empty()) reason = "unknown";
     m.pending.push_back({e.pod.namespace_name, e.pod.name, reason,

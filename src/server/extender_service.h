@@ -147,7 +147,9 @@ class ExtenderService {
     Request request;
     Assignment assignment;
     std::chrono::steady_clock::time_point first_seen;
-    std::string pending_reason;  // from the last filter; "" = not filtered yet
+    // From the last filter call, else from the first metrics() evaluation
+    // (kept, so that scrapes do not re-check every node under the lock).
+    mutable std::string pending_reason;
   };
   struct Fit {
     Dimension dimension = Dimension::kNone;
