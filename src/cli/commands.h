@@ -11,5 +11,7 @@ void add_allocsim_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
 void add_config_command(CLI::App& app);
 void add_defrag_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+void add_analyze_command(CLI::App& app);
 
 }  // namespace gpupack::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   gpupack::cli::add_probe_command(app);
   gpupack::cli::add_config_command(app);
   gpupack::cli::add_defrag_command(app);
+  gpupack::cli::add_serve_command(app);
+  gpupack::cli::add_analyze_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

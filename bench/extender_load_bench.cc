@@ -1,0 +1,125 @@
+// Load test of `gpupack serve`'s HTTP extender: 5,000 GPU nodes, several
+// keep-alive HTTP client threads posting filter + prioritize for a bounded
+// number of pods, in both node-cache modes. Reports the server-side latency
+// (from the complete body to the serialised reply, as recorded in
+// gpupack_decision_duration_seconds) p50/p99 per verb, and the client-side
+// throughput.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "io/kubectl.h"
+#include "server/extender_service.h"
+#include "server/http_server.h"
+#include "server/httplib_config.h"
+
+namespace gpupack {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kNodes = 5000;
+
+json node_object(int i) {
+  json alloc = {{"cpu", "96"}, {"memory", "512Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", "gpu-node-" + std::to_string(i)},
+                        {"labels", {{"nvidia.com/gpu.product", i % 2 ? "NVIDIA-A100-SXM4-80GB" : "NVIDIA-H100-80GB-HBM3"},
+                                    {"kubernetes.io/hostname", "gpu-node-" + std::to_string(i)}}}}},
+          {"spec", json::object()},
+          {"status", {{"capacity", alloc}, {"allocatable", alloc}}}};
+}
+
+json pod_object(const std::string& name, const std::string& node, const std::string& assigned, int milli) {
+  json ann = {{"gpupack.io/gpu-milli", std::to_string(milli)}};
+  if (!assigned.empty()) ann["gpupack.io/assigned-gpus"] = assigned;
+  json spec = {{"containers", {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "4"}, {"memory", "16Gi"}}}}}}}}};
+  if (!node.empty()) spec["nodeName"] = node;
+  return {{"metadata", {{"name", name}, {"namespace", "bench"}, {"uid", "u-" + name}, {"annotations", ann}}},
+          {"spec", spec},
+          {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
+}
+
+void run_load(benchmark::State& state, bool cache_mode) {
+  std::vector<json> node_objects;
+  std::vector<K8sNode> nodes;
+  std::vector<std::string> names;
+  for (int i = 0; i < kNodes; ++i) {
+    node_objects.push_back(node_object(i));
+    nodes.push_back(parse_node(node_objects.back()));
+    names.push_back(nodes.back().spec.name);
+  }
+  // A third of the nodes carry fractional pods so that scores differ.
+  std::vector<K8sPod> pods;
+  for (int i = 0; i < kNodes; i += 3)
+    for (int g = 0; g < 3; ++g)
+      pods.push_back(parse_pod(pod_object("run-" + std::to_string(i) + "-" + std::to_string(g), names[i],
+                                          names[i] + ":" + std::to_string(g) + "@" + std::to_string(250 * (g + 1)),
+                                          250 * (g + 1))));
+  ExtenderService service("fgd");
+  service.set_cluster(nodes, pods);
+  LatencyHistogram latency;
+  RequestCounters counters;
+  HttpOptions o;
+  o.port = 0;
+  o.threads = 4;
+  HttpServer server(service, o, latency, counters);
+  const int port = server.start();
+
+  json args = {{"Pod", pod_object("pending", "", "", 500)}};
+  if (cache_mode) {
+    args["NodeNames"] = names;
+    args["Nodes"] = nullptr;
+  } else {
+    args["Nodes"] = {{"metadata", json::object()}, {"items", node_objects}};
+    args["NodeNames"] = nullptr;
+  }
+  const std::string body = args.dump();
+  // GPUPACK_LOAD_CLIENTS / GPUPACK_LOAD_REQUESTS override the load shape.
+  const char* env_clients = std::getenv("GPUPACK_LOAD_CLIENTS");
+  const char* env_requests = std::getenv("GPUPACK_LOAD_REQUESTS");
+  const int clients = env_clients ? std::max(1, std::atoi(env_clients)) : 4;
+  const int per_client = env_requests ? std::max(1, std::atoi(env_requests)) : (cache_mode ? 200 : 40);
+  std::atomic<int> failures{0};
+  for (auto _ : state) {
+    latency.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c)
+      threads.emplace_back([&] {
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_keep_alive(true);
+        cli.set_read_timeout(30, 0);
+        for (int k = 0; k < per_client; ++k) {
+          auto f = cli.Post("/filter", body, "application/json");
+          auto p = cli.Post("/prioritize", body, "application/json");
+          if (!f || f->status != 200 || !p || p->status != 200) ++failures;
+        }
+      });
+    for (auto& t : threads) t.join();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.counters["requests_per_s"] = 2.0 * clients * per_client / wall;
+  }
+  state.counters["body_bytes"] = static_cast<double>(body.size());
+  state.counters["filter_p50_ms"] = 1e3 * latency.quantile("filter", 0.50);
+  state.counters["filter_p99_ms"] = 1e3 * latency.quantile("filter", 0.99);
+  state.counters["prioritize_p50_ms"] = 1e3 * latency.quantile("prioritize", 0.50);
+  state.counters["prioritize_p99_ms"] = 1e3 * latency.quantile("prioritize", 0.99);
+  state.counters["samples"] = static_cast<double>(latency.count("filter") + latency.count("prioritize"));
+  state.counters["failures"] = failures.load();
+  server.stop();
+}
+
+void BM_ExtenderLoad_NodeNames(benchmark::State& state) { run_load(state, true); }
+void BM_ExtenderLoad_FullNodes(benchmark::State& state) { run_load(state, false); }
+BENCHMARK(BM_ExtenderLoad_NodeNames)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ExtenderLoad_FullNodes)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace gpupack
+
+BENCHMARK_MAIN();

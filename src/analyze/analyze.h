@@ -1,0 +1,97 @@
+// Cluster analysis behind `gpupack analyze`: allocation and fragmentation per
+// pool, stranded GPU capacity, requested vs observed GPU memory per workload,
+// and (through a hook) a defragmentation plan.
+//
+// Contract:
+// - analyze_cluster() takes parsed kubectl nodes and pods (io/kubectl.h) and
+//   optionally dcgm-exporter observations (io/dcgm.h). Assignments are
+//   rebuilt from gpupack.io/assigned-gpus annotations exactly as
+//   `gpupack serve` does after a restart (the same ExtenderService code), so
+//   both report the same allocation, fragmentation and stranded GPUs.
+// - Stranded: a GPU with free capacity that no pending pod (or, with none
+//   pending, no request of the typical workload) can use; its free memory is
+//   DCGM's FB_FREE when observed, else capacity minus the memory of the pods
+//   assigned to it.
+// - Right-sizing: for each bound GPU pod with DCGM data, requested GPU memory
+//   per GPU (gpupack.io/gpu-memory-mib, else its share of the GPU) against
+//   the largest FB_USED seen on its GPUs. Advice "over-sized" when observed
+//   < 50% of requested, "under-sized" when above requested, else "ok"; the
+//   suggestion is observed x 1.2 rounded up to 1 GiB.
+// - Defragmentation: the planner lives elsewhere; set_defrag_planner()
+//   installs one. Without it the report says so (defrag.available = false).
+// - Pure apart from the planner hook (a process-wide function, set once
+//   before use). O(nodes x GPUs x request shapes + pods).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/dcgm.h"
+#include "io/kubectl.h"
+#include "model/cluster_state.h"
+
+namespace gpupack {
+
+struct PoolReport {
+  std::string model;
+  int nodes = 0;
+  int gpus = 0;
+  int64_t capacity_milli = 0;
+  int64_t allocated_milli = 0;
+  double fragmentation_milli = 0;
+  double fragmentation_ratio = 0;  // of the free milli
+  int stranded_gpus = 0;
+  int64_t stranded_memory_mib = 0;
+};
+
+struct StrandedGpu {
+  std::string node;
+  int gpu = 0;
+  std::string model;
+  int32_t free_milli = 0;
+  int64_t free_memory_mib = 0;
+  bool memory_observed = false;  // from DCGM
+};
+
+struct RightSize {
+  std::string namespace_name, pod, workload, node;
+  int64_t requested_mib = 0;  // per GPU
+  int64_t observed_mib = 0;   // largest FB_USED on its GPUs
+  std::string advice;         // over-sized | under-sized | ok
+  int64_t suggested_mib = 0;
+};
+
+struct DefragReport {
+  bool available = false;
+  std::string note;
+  nlohmann::json plan;  // planner output when available
+};
+
+struct AnalysisReport {
+  std::vector<PoolReport> pools;
+  std::vector<StrandedGpu> stranded;
+  std::vector<RightSize> right_size;
+  std::map<std::string, int> pending_by_reason;
+  std::vector<std::string> unattributed;
+  int nodes = 0;
+  int bound_pods = 0;
+  DefragReport defrag;
+};
+
+// The defragmentation planner hook: given the rebuilt state and the pods
+// (PodId i = pods[i]), returns the plan as JSON.
+using DefragPlanner = std::function<nlohmann::json(const ClusterState&, const std::vector<K8sNode>&,
+                                                   const std::vector<K8sPod>&)>;
+void set_defrag_planner(DefragPlanner planner);
+
+AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
+                               const DcgmObservations* dcgm);
+
+std::string format_text(const AnalysisReport& r);
+nlohmann::json to_json(const AnalysisReport& r);
+
+}  // namespace gpupack

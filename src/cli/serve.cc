@@ -1,0 +1,215 @@
+// gpupack serve: the kube-scheduler extender (filter, prioritize, bind,
+// preempt) with /metrics, /healthz and /readyz.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "cli/commands.h"
+#include "io/kubectl.h"
+#include "policy/registry.h"
+#include "server/extender_service.h"
+#include "server/http_server.h"
+#include "server/kube_client.h"
+#include "server/metrics.h"
+
+namespace gpupack::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_signal(int) { g_stop = true; }
+
+struct ServeFlags {
+  std::string listen = "127.0.0.1:8888";
+  std::string metrics_listen;
+  std::string url_prefix;
+  std::string policy = "fgd";
+  std::string nodes, pods, pods_out, port_file;
+  std::string kubeconfig;
+  bool in_cluster = false;
+  int resync_s = 60;
+  int threads = 8;
+  int read_timeout_s = 10;
+  size_t max_body_bytes = 64u << 20;
+};
+
+std::pair<std::string, int> split_listen(const std::string& flag, const std::string& v) {
+  const size_t colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0)
+    throw std::invalid_argument(fmt::format("{} \"{}\": expected ADDR:PORT", flag, v));
+  int port = -1;
+  try {
+    size_t used = 0;
+    port = std::stoi(v.substr(colon + 1), &used);
+    if (used != v.size() - colon - 1) port = -1;
+  } catch (...) {
+  }
+  if (port < 0 || port > 65535) throw std::invalid_argument(fmt::format("{} \"{}\": bad port", flag, v));
+  std::string host = v.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return {host, port};
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<nlohmann::json> raw_items(const std::string& text, const std::string& source) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("items") || !doc["items"].is_array())
+    throw std::invalid_argument(source + ": not a Kubernetes List with an items array");
+  return doc["items"].get<std::vector<nlohmann::json>>();
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp));
+    out << text;
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+void load_api(ExtenderService& service, const KubeClient& client) {
+  KubeResponse nodes = client.list_nodes();
+  if (!nodes.error.empty()) throw std::runtime_error("listing nodes: " + nodes.error);
+  KubeResponse pods = client.list_pods();
+  if (!pods.error.empty()) throw std::runtime_error("listing pods: " + pods.error);
+  std::vector<std::string> rejected;
+  auto n = parse_node_list(nodes.body, "GET /api/v1/nodes", &rejected);
+  auto p = parse_pod_list(pods.body, "GET /api/v1/pods", &rejected);
+  // Keep the JSON objects of the pods that parsed, in the same order.
+  std::vector<nlohmann::json> objects;
+  for (const nlohmann::json& item : raw_items(pods.body, "GET /api/v1/pods")) {
+    try {
+      parse_pod(item);
+      objects.push_back(item);
+    } catch (...) {
+    }
+  }
+  for (const std::string& r : rejected) fmt::print(stderr, "gpupack serve: skipped {}\n", r);
+  for (const std::string& u : service.set_cluster(std::move(n), std::move(p), std::move(objects)))
+    fmt::print(stderr, "gpupack serve: not attributed: {}\n", u);
+}
+
+void run_serve(const ServeFlags& f) {
+  ExtenderService service(f.policy);
+  std::unique_ptr<KubeClient> client;
+  std::unique_ptr<KubeBinder> binder;
+  const bool snapshot = !f.nodes.empty() || !f.pods.empty();
+  if (snapshot) {
+    if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
+    auto nodes = read_node_list_file(f.nodes);
+    const std::string pod_text = read_text(f.pods);
+    auto pods = parse_pod_list(pod_text, f.pods);
+    auto objects = raw_items(pod_text, f.pods);
+    for (const std::string& u : service.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
+      fmt::print(stderr, "gpupack serve: not attributed: {}\n", u);
+  } else {
+    KubeConfig cfg = !f.kubeconfig.empty() ? read_kubeconfig(f.kubeconfig) : in_cluster_config();
+    client = std::make_unique<KubeClient>(cfg);
+    binder = std::make_unique<KubeBinder>(*client);
+    load_api(service, *client);
+    service.set_binder(binder.get());
+  }
+
+  LatencyHistogram latency;
+  RequestCounters counters;
+  auto [host, port] = split_listen("--listen", f.listen);
+  HttpOptions main_opts;
+  main_opts.host = host;
+  main_opts.port = port;
+  main_opts.url_prefix = f.url_prefix;
+  main_opts.threads = f.threads;
+  main_opts.read_timeout_s = f.read_timeout_s;
+  main_opts.max_body_bytes = f.max_body_bytes;
+  HttpServer main_server(service, main_opts, latency, counters);
+  const int bound = main_server.start();
+  std::unique_ptr<HttpServer> metrics_server;
+  if (!f.metrics_listen.empty()) {
+    auto [mhost, mport] = split_listen("--metrics-listen", f.metrics_listen);
+    HttpOptions m;
+    m.host = mhost;
+    m.port = mport;
+    m.serve_extender = false;
+    m.threads = 2;
+    metrics_server = std::make_unique<HttpServer>(service, m, latency, counters);
+    metrics_server->start();
+  }
+  if (!f.port_file.empty()) write_atomically(f.port_file, fmt::format("{}\n", bound));
+  fmt::print(stderr, "gpupack serve: policy {}, listening on {}:{}{}\n", f.policy, host, bound, main_opts.url_prefix);
+
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  uint64_t written = service.mutation_count();
+  auto last_sync = std::chrono::steady_clock::now();
+  while (!g_stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!f.pods_out.empty() && service.mutation_count() != written) {
+      written = service.mutation_count();
+      write_atomically(f.pods_out, service.pod_list_json().dump(1) + "\n");
+    }
+    if (client && f.resync_s > 0 &&
+        std::chrono::steady_clock::now() - last_sync > std::chrono::seconds(f.resync_s)) {
+      last_sync = std::chrono::steady_clock::now();
+      const uint64_t before = service.mutation_count();
+      try {
+        // A relist that raced with a bind is dropped; the next one catches up.
+        KubeResponse nodes = client->list_nodes();
+        KubeResponse pods = client->list_pods();
+        if (nodes.error.empty() && pods.error.empty() && service.mutation_count() == before) load_api(service, *client);
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "gpupack serve: resync failed: {}\n", e.what());
+      }
+    }
+  }
+  main_server.stop();
+  if (metrics_server) metrics_server->stop();
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto flags = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "Run the kube-scheduler extender (filter, prioritize, bind, preempt) "
+                                              "with /metrics, /healthz and /readyz");
+  cmd->add_option("--listen", flags->listen, "ADDR:PORT for the extender (port 0 = any free port)")
+      ->capture_default_str();
+  cmd->add_option("--metrics-listen", flags->metrics_listen,
+                  "ADDR:PORT for a second listener with /metrics, /healthz, /readyz only");
+  cmd->add_option("--url-prefix", flags->url_prefix, "path prefix of the extender verbs, e.g. /gpupack");
+  cmd->add_option("--policy", flags->policy, "scoring policy")
+      ->capture_default_str()
+      ->check(CLI::IsMember(gpupack::policy_names()));
+  cmd->add_option("--nodes", flags->nodes, "start from `kubectl get nodes -o json` (no API server)");
+  cmd->add_option("--pods", flags->pods, "start from `kubectl get pods -A -o json` (no API server)");
+  cmd->add_option("--pods-out", flags->pods_out,
+                  "snapshot mode: write the pods (with binds applied) here after every bind");
+  cmd->add_option("--port-file", flags->port_file, "write the bound extender port to this file");
+  cmd->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig for the API (default: in-cluster service account)");
+  cmd->add_option("--resync", flags->resync_s, "API mode: relist nodes and pods every N seconds (0 = never)")
+      ->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("--read-timeout", flags->read_timeout_s, "seconds before a slow client is cut off")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 600));
+  cmd->add_option("--max-body-bytes", flags->max_body_bytes, "largest request body accepted (413 above)")
+      ->capture_default_str();
+  cmd->callback([flags] { run_serve(*flags); });
+}
+
+}  // namespace gpupack::cli

@@ -1,0 +1,209 @@
+#include "server/kube_client.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+
+namespace gpupack {
+
+namespace {
+
+constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+std::string slurp(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument(fmt::format("{}: cannot read {}", path, what));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string base64_decode(const std::string& in, const std::string& where) {
+  static const std::string chars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  int val = 0, bits = -8;
+  for (char c : in) {
+    if (c == '=' || c == '\n' || c == '\r' || c == ' ') continue;
+    const size_t p = chars.find(c);
+    if (p == std::string::npos) throw std::invalid_argument(where + ": not base64");
+    val = (val << 6) + static_cast<int>(p);
+    bits += 6;
+    if (bits >= 0) {
+      out.push_back(static_cast<char>((val >> bits) & 0xFF));
+      bits -= 8;
+    }
+  }
+  return out;
+}
+
+YAML::Node named(const YAML::Node& list, const std::string& name, const std::string& path, const std::string& field) {
+  if (list && list.IsSequence())
+    for (const YAML::Node& item : list)
+      if (item["name"] && item["name"].as<std::string>() == name) return item;
+  throw std::invalid_argument(fmt::format("{}: {}: no entry named \"{}\"", path, field, name));
+}
+
+size_t collect(char* data, size_t size, size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+}
+
+}  // namespace
+
+KubeConfig in_cluster_config() {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (!host || !port || !*host || !*port)
+    throw std::invalid_argument("in-cluster config: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT are not set");
+  KubeConfig c;
+  const std::string h = host;
+  c.server = fmt::format("https://{}:{}", h.find(':') != std::string::npos ? "[" + h + "]" : h, port);
+  c.token = trim(slurp(std::string(kServiceAccountDir) + "/token", "the service-account token"));
+  c.ca_file = std::string(kServiceAccountDir) + "/ca.crt";
+  return c;
+}
+
+KubeConfig read_kubeconfig(const std::string& path) {
+  YAML::Node doc;
+  try {
+    doc = YAML::LoadFile(path);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(fmt::format("{}: not a readable YAML kubeconfig: {}", path, e.what()));
+  }
+  if (!doc["current-context"]) throw std::invalid_argument(path + ": current-context: missing");
+  const std::string ctx_name = doc["current-context"].as<std::string>();
+  const YAML::Node ctx = named(doc["contexts"], ctx_name, path, "contexts")["context"];
+  if (!ctx || !ctx["cluster"]) throw std::invalid_argument(fmt::format("{}: contexts[{}].context.cluster: missing", path, ctx_name));
+  const std::string cluster_name = ctx["cluster"].as<std::string>();
+  const YAML::Node cluster = named(doc["clusters"], cluster_name, path, "clusters")["cluster"];
+  if (!cluster || !cluster["server"])
+    throw std::invalid_argument(fmt::format("{}: clusters[{}].cluster.server: missing", path, cluster_name));
+  KubeConfig c;
+  c.server = cluster["server"].as<std::string>();
+  while (!c.server.empty() && c.server.back() == '/') c.server.pop_back();
+  if (cluster["certificate-authority"]) c.ca_file = cluster["certificate-authority"].as<std::string>();
+  if (cluster["certificate-authority-data"])
+    c.ca_data = base64_decode(cluster["certificate-authority-data"].as<std::string>(),
+                              fmt::format("{}: clusters[{}].cluster.certificate-authority-data", path, cluster_name));
+  if (cluster["insecure-skip-tls-verify"]) c.insecure_skip_verify = cluster["insecure-skip-tls-verify"].as<bool>();
+  if (ctx["user"]) {
+    const std::string user_name = ctx["user"].as<std::string>();
+    const YAML::Node user = named(doc["users"], user_name, path, "users")["user"];
+    if (user && user["token"]) c.token = user["token"].as<std::string>();
+    else if (user && user["tokenFile"]) c.token = trim(slurp(user["tokenFile"].as<std::string>(), "tokenFile"));
+    else if (user && (user["client-certificate"] || user["client-certificate-data"]))
+      throw std::invalid_argument(fmt::format("{}: users[{}]: client certificates are not supported; use a token",
+                                              path, user_name));
+  }
+  return c;
+}
+
+KubeClient::KubeClient(KubeConfig config, long timeout_s) : config_(std::move(config)), timeout_s_(timeout_s) {
+  global_init();
+}
+
+KubeResponse KubeClient::request(const std::string& method, const std::string& path, const std::string& body,
+                                 const std::string& content_type) const {
+  KubeResponse r;
+  CURL* curl = curl_easy_init();
+  if (!curl) {
+    r.error = method + " " + path + ": cannot create a curl handle";
+    return r;
+  }
+  const std::string url = config_.server + path;
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Accept: application/json");
+  if (!content_type.empty()) headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
+  if (!config_.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + config_.token).c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s_);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
+  if (!body.empty() || method == "POST" || method == "PATCH") {
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  }
+  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
+  curl_blob blob{};
+  if (!config_.ca_data.empty()) {
+    blob.data = const_cast<char*>(config_.ca_data.data());
+    blob.len = config_.ca_data.size();
+    blob.flags = CURL_BLOB_COPY;
+    curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+  }
+  if (config_.insecure_skip_verify) {
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  const CURLcode rc = curl_easy_perform(curl);
+  if (rc != CURLE_OK) {
+    r.error = fmt::format("{} {}: {}", method, url, curl_easy_strerror(rc));
+  } else {
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+    if (r.status < 200 || r.status >= 300) {
+      std::string msg = r.body.substr(0, 300);
+      try {
+        auto j = nlohmann::json::parse(r.body);
+        if (j.is_object() && j.contains("message") && j["message"].is_string()) msg = j["message"];
+      } catch (...) {
+      }
+      r.error = fmt::format("{} {}: HTTP {}: {}", method, url, r.status, msg);
+    }
+  }
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return r;
+}
+
+std::string KubeClient::patch_pod_annotations(const std::string& ns, const std::string& name,
+                                              const std::map<std::string, std::string>& annotations) const {
+  nlohmann::json patch = {{"metadata", {{"annotations", annotations}}}};
+  return request("PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}", ns, name), patch.dump(),
+                 "application/merge-patch+json")
+      .error;
+}
+
+std::string KubeClient::create_binding(const std::string& ns, const std::string& name, const std::string& uid,
+                                       const std::string& node) const {
+  nlohmann::json meta = {{"name", name}, {"namespace", ns}};
+  if (!uid.empty()) meta["uid"] = uid;
+  nlohmann::json binding = {{"apiVersion", "v1"},
+                            {"kind", "Binding"},
+                            {"metadata", meta},
+                            {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  return request("POST", fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ns, name), binding.dump(),
+                 "application/json")
+      .error;
+}
+
+std::string KubeBinder::bind(const K8sPod& pod, const std::string& node, const std::string& assigned_gpus) {
+  if (!assigned_gpus.empty()) {
+    std::string err = client_.patch_pod_annotations(pod.namespace_name, pod.name,
+                                                    {{std::string(annotations::kAssignedGpus), assigned_gpus}});
+    if (!err.empty()) return "recording the GPU assignment: " + err;
+  }
+  std::string err = client_.create_binding(pod.namespace_name, pod.name, pod.uid, node);
+  return err.empty() ? "" : "creating the Binding: " + err;
+}
+
+}  // namespace gpupack

@@ -1,0 +1,211 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace gpupack {
+
+void LatencyHistogram::observe(const std::string& verb, double seconds) {
+  std::lock_guard lock(mu_);
+  Series& s = series_[verb];
+  for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
+    if (seconds <= kLatencyBuckets[i]) {
+      ++s.buckets[i];
+      break;
+    }
+  }
+  ++s.count;
+  s.sum += seconds;
+  if (s.window.size() < kLatencyWindow) {
+    s.window.push_back(seconds);
+  } else {
+    s.window[s.next] = seconds;
+    s.next = (s.next + 1) % kLatencyWindow;
+  }
+}
+
+double LatencyHistogram::quantile(const std::string& verb, double q) const {
+  std::vector<double> w;
+  {
+    std::lock_guard lock(mu_);
+    auto it = series_.find(verb);
+    if (it == series_.end() || it->second.window.empty()) return 0;
+    w = it->second.window;
+  }
+  q = std::clamp(q, 0.0, 1.0);
+  const size_t k = std::min(w.size() - 1, static_cast<size_t>(std::ceil(q * static_cast<double>(w.size()))) -
+                                              (q > 0 ? 1 : 0));
+  std::nth_element(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(k), w.end());
+  return w[k];
+}
+
+size_t LatencyHistogram::count(const std::string& verb) const {
+  std::lock_guard lock(mu_);
+  auto it = series_.find(verb);
+  return it == series_.end() ? 0 : it->second.count;
+}
+
+void LatencyHistogram::reset() {
+  std::lock_guard lock(mu_);
+  series_.clear();
+}
+
+std::map<std::string, LatencyHistogram::Series> LatencyHistogram::snapshot() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, Series> out;
+  for (const auto& [verb, s] : series_) {
+    Series c;
+    c.buckets = s.buckets;
+    c.count = s.count;
+    c.sum = s.sum;
+    out[verb] = std::move(c);
+  }
+  return out;
+}
+
+void RequestCounters::add(const std::string& verb, int code) {
+  std::lock_guard lock(mu_);
+  ++counts_[{verb, code}];
+}
+
+std::map<std::pair<std::string, int>, uint64_t> RequestCounters::snapshot() const {
+  std::lock_guard lock(mu_);
+  return counts_;
+}
+
+std::string escape_label(const std::string& v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+namespace {
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+std::string num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  return fmt::format("{}", v);
+}
+
+}  // namespace
+
+std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& latency, const RequestCounters& requests) {
+  std::string out;
+  out.reserve(256 + m.gpus.size() * 400);
+  constexpr double kMiB = 1024.0 * 1024.0;
+
+  header(out, "gpupack_nodes", "gauge", "Nodes in gpupack's cluster model.");
+  out += fmt::format("gpupack_nodes {}\n", m.node_count);
+  header(out, "gpupack_bound_pods", "gauge", "Pods gpupack accounts as bound.");
+  out += fmt::format("gpupack_bound_pods {}\n", m.bound_pods);
+
+  header(out, "gpupack_gpu_allocated_milli", "gauge", "GPU share allocated on the GPU, in milli-GPUs (1000 = whole).");
+  for (const auto& g : m.gpus)
+    out += fmt::format("gpupack_gpu_allocated_milli{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n", escape_label(g.node),
+                       g.gpu, escape_label(g.model), g.allocated_milli);
+  header(out, "gpupack_gpu_allocated_memory_bytes", "gauge", "GPU memory allocated to pods on the GPU.");
+  for (const auto& g : m.gpus)
+    out += fmt::format("gpupack_gpu_allocated_memory_bytes{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n",
+                       escape_label(g.node), g.gpu, escape_label(g.model), num(g.allocated_memory_mib * kMiB));
+  header(out, "gpupack_gpu_memory_bytes", "gauge", "GPU memory capacity (GPUs whose memory is known).");
+  for (const auto& g : m.gpus)
+    if (g.memory_mib > 0)
+      out += fmt::format("gpupack_gpu_memory_bytes{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n", escape_label(g.node),
+                         g.gpu, escape_label(g.model), num(g.memory_mib * kMiB));
+  header(out, "gpupack_gpu_stranded_memory_bytes", "gauge",
+         "Free memory on a GPU that no pending pod (or, with none pending, no typical pod) can use.");
+  for (const auto& g : m.gpus)
+    out += fmt::format("gpupack_gpu_stranded_memory_bytes{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n",
+                       escape_label(g.node), g.gpu, escape_label(g.model), num(g.stranded_memory_mib * kMiB));
+
+  header(out, "gpupack_node_allocated_milli", "gauge", "GPU share allocated on the node, in milli-GPUs.");
+  for (const auto& n : m.nodes)
+    out += fmt::format("gpupack_node_allocated_milli{{node=\"{}\",model=\"{}\"}} {}\n", escape_label(n.name),
+                       escape_label(n.model), n.allocated_milli);
+  header(out, "gpupack_node_capacity_milli", "gauge", "GPU capacity of the node, in milli-GPUs.");
+  for (const auto& n : m.nodes)
+    out += fmt::format("gpupack_node_capacity_milli{{node=\"{}\",model=\"{}\"}} {}\n", escape_label(n.name),
+                       escape_label(n.model), n.capacity_milli);
+  header(out, "gpupack_node_mig_slots_allocated", "gauge", "MIG devices of a profile allocated on the node.");
+  for (const auto& n : m.nodes)
+    for (const auto& [profile, v] : n.mig)
+      out += fmt::format("gpupack_node_mig_slots_allocated{{node=\"{}\",profile=\"{}\"}} {}\n", escape_label(n.name),
+                         escape_label(profile), v.first);
+  header(out, "gpupack_node_mig_slots", "gauge", "MIG devices of a profile the node offers (allocatable).");
+  for (const auto& n : m.nodes)
+    for (const auto& [profile, v] : n.mig)
+      out += fmt::format("gpupack_node_mig_slots{{node=\"{}\",profile=\"{}\"}} {}\n", escape_label(n.name),
+                         escape_label(profile), v.second);
+
+  header(out, "gpupack_cluster_fragmentation_milli", "gauge",
+         "FGD fragmentation of the cluster: expected free GPU milli typical requests cannot use.");
+  out += fmt::format("gpupack_cluster_fragmentation_milli {}\n", num(m.cluster_fragmentation_milli));
+  header(out, "gpupack_cluster_fragmentation_ratio", "gauge", "Cluster FGD fragmentation over free GPU milli (0..1).");
+  out += fmt::format("gpupack_cluster_fragmentation_ratio {}\n",
+                     num(m.cluster_free_milli > 0 ? m.cluster_fragmentation_milli / m.cluster_free_milli : 0.0));
+  header(out, "gpupack_pool_fragmentation_milli", "gauge", "FGD fragmentation of a pool (GPU model), in milli-GPUs.");
+  for (const auto& p : m.pools)
+    out += fmt::format("gpupack_pool_fragmentation_milli{{pool=\"{}\"}} {}\n", escape_label(p.model),
+                       num(p.fragmentation_milli));
+  header(out, "gpupack_pool_fragmentation_ratio", "gauge", "Pool FGD fragmentation over the pool's free GPU milli (0..1).");
+  for (const auto& p : m.pools)
+    out += fmt::format("gpupack_pool_fragmentation_ratio{{pool=\"{}\"}} {}\n", escape_label(p.model),
+                       num(p.free_milli > 0 ? p.fragmentation_milli / p.free_milli : 0.0));
+  header(out, "gpupack_pool_free_milli", "gauge", "Free GPU capacity of a pool, in milli-GPUs.");
+  for (const auto& p : m.pools)
+    out += fmt::format("gpupack_pool_free_milli{{pool=\"{}\"}} {}\n", escape_label(p.model), p.free_milli);
+  header(out, "gpupack_pool_capacity_milli", "gauge", "GPU capacity of a pool, in milli-GPUs.");
+  for (const auto& p : m.pools)
+    out += fmt::format("gpupack_pool_capacity_milli{{pool=\"{}\"}} {}\n", escape_label(p.model), p.capacity_milli);
+  header(out, "gpupack_stranded_gpus", "gauge", "GPUs with free capacity that no pending or typical pod can use.");
+  for (const auto& p : m.pools)
+    out += fmt::format("gpupack_stranded_gpus{{pool=\"{}\"}} {}\n", escape_label(p.model), p.stranded_gpus);
+
+  std::map<std::string, int> by_reason;
+  for (std::string r : {"cpu", "memory", "gpu_milli", "gpu_memory", "mig_slot", "model", "topology", "schedulable"})
+    by_reason[r] = 0;
+  for (const auto& p : m.pending) ++by_reason[p.reason];
+  header(out, "gpupack_pending_pods", "gauge", "Pending GPU pods by the dimension that blocks them.");
+  for (const auto& [reason, n] : by_reason)
+    out += fmt::format("gpupack_pending_pods{{reason=\"{}\"}} {}\n", escape_label(reason), n);
+  header(out, "gpupack_pending_pod_age_seconds", "gauge", "How long each pending GPU pod has been known to gpupack.");
+  for (const auto& p : m.pending)
+    out += fmt::format("gpupack_pending_pod_age_seconds{{namespace=\"{}\",pod=\"{}\",reason=\"{}\"}} {}\n",
+                       escape_label(p.namespace_name), escape_label(p.name), escape_label(p.reason),
+                       num(p.age_seconds));
+
+  header(out, "gpupack_decision_duration_seconds", "histogram",
+         "Server-side time to answer an extender call (parse, decide, serialise).");
+  for (const auto& [verb, s] : latency.snapshot()) {
+    uint64_t cum = 0;
+    for (size_t i = 0; i < kLatencyBuckets.size(); ++i) {
+      cum += s.buckets[i];
+      out += fmt::format("gpupack_decision_duration_seconds_bucket{{verb=\"{}\",le=\"{}\"}} {}\n", escape_label(verb),
+                         num(kLatencyBuckets[i]), cum);
+    }
+    out += fmt::format("gpupack_decision_duration_seconds_bucket{{verb=\"{}\",le=\"+Inf\"}} {}\n", escape_label(verb),
+                       s.count);
+    out += fmt::format("gpupack_decision_duration_seconds_sum{{verb=\"{}\"}} {}\n", escape_label(verb), num(s.sum));
+    out += fmt::format("gpupack_decision_duration_seconds_count{{verb=\"{}\"}} {}\n", escape_label(verb), s.count);
+  }
+  header(out, "gpupack_http_requests_total", "counter", "Extender HTTP requests by verb and status code.");
+  for (const auto& [key, n] : requests.snapshot())
+    out += fmt::format("gpupack_http_requests_total{{verb=\"{}\",code=\"{}\"}} {}\n", escape_label(key.first),
+                       key.second, n);
+  return out;
+}
+
+}  // namespace gpupack
