@@ -6,12 +6,17 @@
 // lowest rank (default rank = node index). schedule() binds the decision
 // through ClusterState::bind. A failed decision carries the dimension that
 // blocked most nodes. One Scheduler serves one thread.
+// Hardware: for a request that is not plain, or on a node with a hardware
+// setup, the in-node placement (GPUs, MIG instance, NUMA node) comes from
+// choose_placement() with the scheduler's PlacementOptions; the policy's
+// score still ranks the nodes.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "model/cluster_state.h"
+#include "policy/gpu_choice.h"
 #include "policy/policy.h"
 
 namespace gpupack {
@@ -36,12 +41,15 @@ class Scheduler {
   void set_explain_failures(bool on) { explain_failures_ = on; }
   Decision schedule(ClusterState& state, PodId pod, const Request& req);
   Policy& policy() { return policy_; }
+  // In-node placement rules for hardware requests (MIG slot choice).
+  void set_placement_options(const PlacementOptions& options) { placement_ = options; }
+  const PlacementOptions& placement_options() const { return placement_; }
 
  private:
   struct Candidate {
     NodeId node;
     int64_t score;
-    uint32_t gpu_mask;
+    Assignment assignment;
   };
   int64_t rank(NodeId n) const { return node_rank_.empty() ? static_cast<int64_t>(n) : node_rank_[index(n)]; }
   Dimension most_common_reason(const ClusterState& state, const Request& req) const;
@@ -50,6 +58,7 @@ class Scheduler {
   std::vector<int64_t> node_rank_;
   std::vector<Candidate> scratch_;
   bool explain_failures_ = true;
+  PlacementOptions placement_;
 };
 
 }  // namespace gpupack
