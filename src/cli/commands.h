@@ -9,5 +9,7 @@ namespace gpupack::cli {
 void add_simulate_command(CLI::App& app);
 void add_allocsim_command(CLI::App& app);
 void add_probe_command(CLI::App& app);
+void add_mig_plan_command(CLI::App& app);
+void add_hw_experiment_command(CLI::App& app);
 
 }  // namespace gpupack::cli

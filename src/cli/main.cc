@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   gpupack::cli::add_simulate_command(app);
   gpupack::cli::add_allocsim_command(app);
   gpupack::cli::add_probe_command(app);
+  gpupack::cli::add_mig_plan_command(app);
+  gpupack::cli::add_hw_experiment_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
