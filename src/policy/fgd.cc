@@ -38,7 +38,8 @@ void FgdPolicy::prepare(const ClusterState& state, const Request& req) {
     cache_.clear();
     shape_index_.clear();
   }
-  if (!req.is_plain()) return;  // hardware requests are scored uncached
+  plain_request_ = req.is_plain();
+  if (!plain_request_) return;  // hardware requests are scored uncached
   auto [it, inserted] = shape_index_.emplace(std::make_tuple(req.cpu_milli, req.gpu_count, req.gpu_milli),
                                              cache_.size());
   if (inserted) cache_.emplace_back(nodes);
@@ -84,7 +85,7 @@ NodeScore FgdPolicy::hardware_score(const ClusterState& state, NodeId node, cons
 }
 
 NodeScore FgdPolicy::score(const ClusterState& state, NodeId node, const Request& req) {
-  if (!req.is_plain() || state.has_hardware_setup(node)) return hardware_score(state, node, req);
+  if (!plain_request_ || state.has_hardware_setup(node)) return hardware_score(state, node, req);
   Entry& e = (*current_)[index(node)];
   if (e.version == state.version(node)) return {e.score, e.gpu_mask};
   const double before = node_frag(state, node);

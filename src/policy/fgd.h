@@ -53,6 +53,7 @@ class FgdPolicy final : public Policy {
   std::map<std::tuple<int64_t, int32_t, int32_t>, size_t> shape_index_;
   std::vector<std::vector<Entry>> cache_;  // [shape][node]
   std::vector<Entry>* current_ = nullptr;
+  bool plain_request_ = true;  // set by prepare()
 };
 
 }  // namespace gpupack
