@@ -410,6 +410,29 @@ std::vector<MigGpuInventory> mig_inventory(const HwCluster& c) {
   return out;
 }
 
+void apply_mig_plan(HwCluster& c, const MigRepartitionPlan& plan) {
+  for (const MigGpuPlan& g : plan.gpus) {
+    if (!g.changed) continue;
+    size_t i = 0;
+    while (i < c.nodes.size() && c.nodes[i].name != g.node) ++i;
+    if (i == c.nodes.size()) throw std::invalid_argument(fmt::format("plan names node '{}', not in the cluster", g.node));
+    NodeSpec& n = c.nodes[i];
+    if (g.gpu_index < 0 || g.gpu_index >= n.gpu_count)
+      throw std::invalid_argument(fmt::format("plan names GPU {} of node '{}', which has {}", g.gpu_index, g.node, n.gpu_count));
+    if (n.gpus.empty()) n.gpus.assign(static_cast<size_t>(n.gpu_count), GpuSetup{});
+    if (c.mig_in_use[i].size() < static_cast<size_t>(n.gpu_count)) c.mig_in_use[i].resize(static_cast<size_t>(n.gpu_count));
+    GpuSetup& s = n.gpus[static_cast<size_t>(g.gpu_index)];
+    s.mig_layout.clear();
+    s.mig_fixed_layout = false;
+    s.mode = g.mig_enabled_after ? GpuMode::kMig : GpuMode::kShared;
+    if (g.mig_enabled_after) {
+      s.mig_fixed_layout = true;
+      s.mig_layout = g.after.instances();
+    }
+    c.mig_in_use[i][static_cast<size_t>(g.gpu_index)].assign(s.mig_layout.size(), false);
+  }
+}
+
 MigDemand read_mig_demand(const std::string& path) {
   const Src src{path};
   const YAML::Node root = load(slurp(path), path);

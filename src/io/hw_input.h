@@ -37,6 +37,12 @@ Workload parse_hw_workload_yaml(const std::string& yaml_text, const std::string&
 
 std::vector<MigGpuInventory> mig_inventory(const HwCluster& cluster);
 
+// Applies a repartition plan to the cluster description: every changed GPU
+// becomes a fixed-layout MIG GPU holding the plan's `after` instances (or,
+// when the plan disables MIG, a shared GPU). Throws std::invalid_argument
+// when the plan names a node or GPU the cluster lacks.
+void apply_mig_plan(HwCluster& cluster, const MigRepartitionPlan& plan);
+
 // Demand file (YAML): `demand: {A100-80GB: {1g.10gb: 12, 3g.40gb: 2}}`.
 MigDemand read_mig_demand(const std::string& path);
 

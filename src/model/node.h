@@ -26,7 +26,7 @@ struct GpuSetup {
   // (the scheduler chooses the start); true = `mig_layout` is fixed (as
   // mig-parted applied it) and pods take its free instances.
   bool mig_fixed_layout = false;
-  std::vector<MigPlacement> mig_layout;  // fixed layout instances
+  std::vector<MigPlacement> mig_layout = {};  // fixed layout instances
   int8_t numa = 0;                 // NUMA node id (index into NodeSpec::numa)
   int8_t pcie_switch = -1;         // PCIe switch id; -1 = unknown
   int8_t nvlink_domain = -1;       // NVLink domain id; -1 = none
@@ -43,8 +43,8 @@ struct NodeSpec {
   int64_t memory_mib = 0;
   int32_t gpu_count = 0;
   GpuModelId gpu_model = 0;  // meaningless when gpu_count == 0
-  std::vector<GpuSetup> gpus;  // empty = all shared, no topology
-  std::vector<NumaSpec> numa;  // empty = one NUMA node
+  std::vector<GpuSetup> gpus = {};  // empty = all shared, no topology
+  std::vector<NumaSpec> numa = {};  // empty = one NUMA node
 
   // True when any hardware field is set.
   bool has_hardware_setup() const { return !gpus.empty() || !numa.empty(); }

@@ -62,7 +62,7 @@ struct Request {
   int64_t gpu_memory_mib = 0;      // per GPU; 0 = not checked
   int32_t bandwidth_milli = 0;     // share of each GPU's memory bandwidth (1000 = all)
   int32_t l2_milli = 0;            // share of each GPU's L2 cache (1000 = all)
-  std::string mig_profile;         // MIG profile by name ("1g.10gb"); empty = by need
+  std::string mig_profile = {};    // MIG profile by name ("1g.10gb"); empty = by need
   int32_t mig_min_sm = 0;          // MIG by need: at least this many SMs
   GpuScope gpu_scope = GpuScope::kAny;  // keep the GPUs inside one such group
   bool scope_required = false;     // false: prefer the scope; true: fail without it

@@ -8,6 +8,8 @@
 #include "mig/mig_geometry.h"
 #include "mig/mig_parted_config.h"
 #include "model/cluster_state.h"
+#include "policy/registry.h"
+#include "sched/scheduler.h"
 
 namespace gpupack {
 namespace {
@@ -112,6 +114,31 @@ TEST(HwInput, MigPlanFromTheExampleIsValidAndApplies) {
     // Busy GPUs keep their exact instances.
     if (!inv[i].idle()) EXPECT_EQ(applied[i], plan.gpus[i].before);
   }
+  // Applied to the cluster model, the changed GPUs hold the planned layouts.
+  HwCluster after = c;
+  apply_mig_plan(after, plan);
+  ClusterState state(after.nodes);
+  int checked = 0;
+  for (const MigGpuPlan& g : plan.gpus) {
+    if (!g.changed) continue;
+    int n = 0;
+    while (state.node_name(NodeId{n}) != g.node) ++n;
+    const MigGpuState* mig = state.mig_state(NodeId{n}, g.gpu_index);
+    ASSERT_NE(mig, nullptr) << g.node << " GPU " << g.gpu_index;
+    EXPECT_EQ(mig->instances(), g.after.instances());
+    EXPECT_TRUE(state.mig_fixed_layout(NodeId{n}, g.gpu_index));
+    ++checked;
+  }
+  EXPECT_EQ(checked, plan.changed_gpus);
+  // The layouts now hold 6 free 1g.10gb instances on the H100 node (2 kept
+  // on GPU 1, 4 new on GPU 3): 6 requests bind, a 7th does not.
+  auto policy = make_policy("firstfit", {});
+  Scheduler sched(*policy);
+  Request small{1000, 1024, 1, 100, model_bit(*GpuCatalog::builtin().find("H100-80GB"))};
+  small.mig_profile = "1g.10gb";
+  for (int p = 0; p < 6; ++p) EXPECT_TRUE(sched.schedule(state, PodId{p}, small).placed()) << p;
+  EXPECT_FALSE(sched.decide(state, small).placed());
+  EXPECT_EQ(choose_placement(state, NodeId{2}, small).failed, Dimension::kMigSlot);  // node h100
   // H100 demand: 6 x 1g.10gb + 1 x 3g.40gb, with 2 x 1g.10gb free and a free
   // 3g.40gb already partitioned on GPU 0: all met after the plan.
   for (const auto& [model, counts] : plan.unmet_after)
