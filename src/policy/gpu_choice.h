@@ -56,12 +56,17 @@ struct Placement {
 
 // The best placement of `req` on `node` now: node CPU/memory/model, NUMA
 // alignment, per-GPU mode and dimension checks, topology grouping, and MIG
-// slot choice. Among fitting GPUs it prefers, in order: a GPU already in use
-// over an idle one; the least damage (MIG: weight of profiles newly blocked;
-// other modes: the share left on the GPU that another such request could not
-// use); the fullest GPU; the lowest index and start. Multi-GPU requests take
-// the smallest NVLink domain (then PCIe switch) group that holds them, as
-// their scope asks. `why` (optional) receives a message on failure.
+// slot choice. Single-GPU candidates (GPU, and on MIG the start) are ranked,
+// lowest first, by: the GPU is idle now (used GPUs first); the milli the
+// GPU would be charged (a 3g instance before a whole exclusive GPU); the
+// GPU's free milli (fullest first); the damage (MIG: weight of mix profiles
+// newly unplaceable, 0..1000; other modes: the leftover if another request
+// of this shape could not use it); MIG: weighted capacity lost, else the
+// leftover; GPU index; start. kFirstFree replaces the MIG part by "lowest
+// index GPU, lowest start" (idle and charge still first). Multi-GPU
+// requests take the smallest NVLink domain (then PCIe switch) group that
+// holds them, as their scope asks, best fit inside. `why` (optional)
+// receives a message on failure.
 Placement choose_placement(const ClusterState& state, NodeId node, const Request& req,
                            const PlacementOptions& options = {}, std::string* why = nullptr);
 
