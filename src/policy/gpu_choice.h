@@ -42,7 +42,7 @@ struct PlacementOptions {
   MigSlotRule mig_rule = MigSlotRule::kMigAware;
   // Expected MIG profile mix per GPU model id (index = GpuModelId); a
   // missing or empty entry means the default size-weighted mix.
-  std::shared_ptr<const std::vector<MigTargetMix>> mig_mix;
+  std::shared_ptr<const std::vector<MigTargetMix>> mig_mix = {};
 };
 // The mix of MIG profiles a workload asks for on `model` (each request
 // resolved with mig_profile_for; weight = share of the requests).

@@ -112,7 +112,9 @@ TEST(HwInput, MigPlanFromTheExampleIsValidAndApplies) {
   for (size_t i = 0; i < applied.size(); ++i) {
     EXPECT_EQ(count_vector(applied[i]), count_vector(plan.gpus[i].after)) << i;
     // Busy GPUs keep their exact instances.
-    if (!inv[i].idle()) EXPECT_EQ(applied[i], plan.gpus[i].before);
+    if (!inv[i].idle()) {
+      EXPECT_EQ(applied[i], plan.gpus[i].before);
+    }
   }
   // Applied to the cluster model, the changed GPUs hold the planned layouts.
   HwCluster after = c;

@@ -104,8 +104,11 @@ TEST(HardwareScheduler, NumaAlignedRequestsNeverStraddle) {
     const int u = d.assignment.numa;
     ASSERT_GE(u, 0);
     numa_used.push_back(u);
-    for (int g = 0; g < 8; ++g)
-      if ((d.assignment.gpu_mask >> g) & 1u) EXPECT_EQ(s.gpu_numa(NodeId{0}, g), u);
+    for (int g = 0; g < 8; ++g) {
+      if ((d.assignment.gpu_mask >> g) & 1u) {
+        EXPECT_EQ(s.gpu_numa(NodeId{0}, g), u);
+      }
+    }
   }
   EXPECT_NE(numa_used[0], numa_used[1]);
   // 48000 cpu milli are free on the node, but 24000 on each NUMA node: a
