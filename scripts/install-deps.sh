@@ -7,9 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev libfmt-dev
-  clang libclang-rt-14-dev prometheus
-  libglpk-dev
-  clang libclang-rt-14-dev prometheus libcurl4-openssl-dev
+  clang libclang-rt-14-dev prometheus libcurl4-openssl-dev libglpk-dev
 )
 
 missing=()

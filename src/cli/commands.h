@@ -13,5 +13,7 @@ void add_config_command(CLI::App& app);
 void add_defrag_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
+void add_mig_plan_command(CLI::App& app);
+void add_hw_experiment_command(CLI::App& app);
 
 }  // namespace gpupack::cli

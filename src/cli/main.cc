@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   gpupack::cli::add_defrag_command(app);
   gpupack::cli::add_serve_command(app);
   gpupack::cli::add_analyze_command(app);
+  gpupack::cli::add_mig_plan_command(app);
+  gpupack::cli::add_hw_experiment_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

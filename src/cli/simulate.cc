@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/simulate_dynamic.h"
+#include "io/hw_input.h"
 #include "io/input_error.h"
 #include "io/openb.h"
 #include "model/cluster_state.h"
@@ -24,7 +25,8 @@ namespace gpupack::cli {
 namespace {
 
 struct SimulateFlags {
-  std::string nodes, pods, policy = "all", seeds = "42", out, order, node_rank, mode = "static";
+  std::string nodes, pods, cluster, workload, policy = "all", seeds = "42", out, order, node_rank,
+      mode = "static";
   double tune = 1.3;
   int threads = 0;
   int synthetic_nodes = 1000;
@@ -107,15 +109,22 @@ class ProgressLine {
 };
 
 void run_simulate(const SimulateFlags& f) {
-  if (f.nodes.empty() != f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
+  if (f.cluster.empty() && f.workload.empty() && f.nodes.empty() != f.pods.empty())
+    throw std::invalid_argument("--nodes and --pods go together");
+  if (!f.nodes.empty() && !f.cluster.empty()) throw std::invalid_argument("--nodes and --cluster exclude each other");
+  if (!f.pods.empty() && !f.workload.empty()) throw std::invalid_argument("--pods and --workload exclude each other");
+  const std::string node_file = f.nodes.empty() ? f.cluster : f.nodes;
+  const std::string pod_file = f.pods.empty() ? f.workload : f.pods;
+  if (node_file.empty() != pod_file.empty())
+    throw std::invalid_argument("a cluster (--nodes or --cluster) and a workload (--pods or --workload) go together");
   if (!(f.tune > 0 && f.tune <= 10)) throw std::invalid_argument(fmt::format("--tune {} is outside (0, 10]", f.tune));
   ExperimentSpec spec;
   std::string cluster_label, workload_label;
-  if (!f.nodes.empty()) {
-    spec.nodes = read_openb_nodes(f.nodes);
-    spec.trace = to_workload(read_openb_pods(f.pods));
-    cluster_label = std::filesystem::path(f.nodes).filename().string();
-    workload_label = std::filesystem::path(f.pods).stem().string();
+  if (!node_file.empty()) {
+    spec.nodes = f.cluster.empty() ? read_openb_nodes(f.nodes) : read_hw_cluster(f.cluster).nodes;
+    spec.trace = f.workload.empty() ? to_workload(read_openb_pods(f.pods)) : read_hw_workload(f.workload);
+    cluster_label = std::filesystem::path(node_file).filename().string();
+    workload_label = std::filesystem::path(pod_file).stem().string();
   } else {
     SyntheticOptions opt;
     opt.node_count = f.synthetic_nodes;
@@ -205,6 +214,8 @@ void add_simulate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("simulate", "replay a workload against a cluster and compare placement policies");
   cmd->add_option("--nodes", flags->nodes, "openb node CSV (sn,cpu_milli,memory_mib,gpu,model)");
   cmd->add_option("--pods", flags->pods, "openb pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...])");
+  cmd->add_option("--cluster", flags->cluster, "cluster YAML (node pools, GPU modes, MIG layouts, topology)");
+  cmd->add_option("--workload", flags->workload, "workload CSV or YAML with hardware fields (docs/HARDWARE.md)");
   cmd->add_option("--policy", flags->policy,
                   "policy name, comma-separated names, or 'all': random, dotprod, gpuclustering, gpupacking, bestfit, fgd, firstfit, spread")
       ->capture_default_str();

@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
+
+#include "mig/mig_geometry.h"
 #include <unordered_set>
 
 namespace gpupack {
@@ -59,7 +63,257 @@ ClusterState::ClusterState(std::vector<NodeSpec> nodes) : specs_(std::move(nodes
     gpu_free_total_[i] = int64_t{s.gpu_count} * kGpuMilliPerGpu;
     gpu_capacity_milli_ += gpu_free_total_[i];
   }
+  init_hardware();
 }
+
+std::optional<int> mig_profile_for(const MigGeometry& geo, const Request& req) {
+  if (!req.mig_profile.empty()) return geo.find(req.mig_profile);
+  int sm = req.mig_min_sm;
+  if (sm == 0 && req.gpu_memory_mib == 0) {
+    int full_sm = 0;
+    for (const MigProfile& p : geo.profiles) full_sm = std::max(full_sm, p.sm_count);
+    sm = static_cast<int>((int64_t{req.gpu_milli} * full_sm + kGpuMilliPerGpu - 1) / kGpuMilliPerGpu);
+  }
+  return smallest_profile_for(geo, req.gpu_memory_mib, sm);
+}
+
+void ClusterState::init_hardware() {
+  const size_t n = specs_.size(), gpus = gpu_free_.size();
+  hw_node_.assign(n, 0);
+  gpu_mode_.assign(gpus, GpuMode::kShared);
+  gpu_mem_total_.assign(gpus, 0);
+  gpu_mem_free_.assign(gpus, 0);
+  gpu_bw_free_.assign(gpus, kGpuMilliPerGpu);
+  gpu_l2_free_.assign(gpus, kGpuMilliPerGpu);
+  gpu_clients_.assign(gpus, 0);
+  gpu_replicas_.assign(gpus, 0);
+  gpu_oversub_.assign(gpus, 1.0);
+  gpu_mig_.assign(gpus, -1);
+  gpu_numa_.assign(gpus, 0);
+  gpu_pcie_.assign(gpus, -1);
+  gpu_nvlink_.assign(gpus, -1);
+  numa_begin_.resize(n);
+  numa_count_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const NodeSpec& s = specs_[i];
+    const auto fail = [&](const std::string& what) {
+      throw std::invalid_argument(fmt::format("node '{}': {}", s.name, what));
+    };
+    hw_node_[i] = s.has_hardware_setup() ? 1 : 0;
+    numa_begin_[i] = static_cast<int32_t>(numa_cpu_total_.size());
+    if (s.numa.empty()) {
+      numa_count_[i] = 1;
+      numa_cpu_total_.push_back(s.cpu_milli);
+      numa_mem_total_.push_back(s.memory_mib);
+    } else {
+      if (s.numa.size() > 64) fail("more than 64 NUMA nodes");
+      int64_t cpu = 0, mem = 0;
+      for (const NumaSpec& u : s.numa) {
+        if (u.cpu_milli < 0 || u.memory_mib < 0) fail("negative NUMA capacity");
+        cpu += u.cpu_milli;
+        mem += u.memory_mib;
+        numa_cpu_total_.push_back(u.cpu_milli);
+        numa_mem_total_.push_back(u.memory_mib);
+      }
+      if (cpu != s.cpu_milli || mem != s.memory_mib)
+        fail(fmt::format("NUMA nodes hold {} cpu milli and {} MiB, the node {} and {}", cpu, mem, s.cpu_milli,
+                         s.memory_mib));
+      numa_count_[i] = static_cast<int32_t>(s.numa.size());
+    }
+    if (s.gpu_count == 0) {
+      if (!s.gpus.empty()) fail("GPU setup given for a node without GPUs");
+      continue;
+    }
+    const GpuModelSpec& model = GpuCatalog::builtin().spec(s.gpu_model);
+    if (!s.gpus.empty() && static_cast<int32_t>(s.gpus.size()) != s.gpu_count)
+      fail(fmt::format("{} GPU setups for {} GPUs", s.gpus.size(), s.gpu_count));
+    for (int g = 0; g < s.gpu_count; ++g) {
+      const size_t k = static_cast<size_t>(gpu_begin_[i] + g);
+      gpu_mem_total_[k] = gpu_mem_free_[k] = model.memory_mib;
+      if (s.gpus.empty()) continue;
+      const GpuSetup& setup = s.gpus[static_cast<size_t>(g)];
+      const auto gfail = [&](const std::string& what) { fail(fmt::format("GPU {}: {}", g, what)); };
+      gpu_mode_[k] = setup.mode;
+      if (setup.numa < 0 || setup.numa >= numa_count_[i])
+        gfail(fmt::format("NUMA node {} does not exist ({} NUMA nodes)", setup.numa, numa_count_[i]));
+      gpu_numa_[k] = setup.numa;
+      gpu_pcie_[k] = setup.pcie_switch;
+      gpu_nvlink_[k] = setup.nvlink_domain;
+      switch (setup.mode) {
+        case GpuMode::kMps:
+          if (setup.mps_replicas < 2 || setup.mps_replicas > model.mps_max_clients())
+            gfail(fmt::format("MPS replicas {} outside 2..{} (the {} client cap)", setup.mps_replicas,
+                              model.mps_max_clients(), model.name));
+          if (model.memory_mib == 0) gfail(fmt::format("MPS needs a known memory size; {} has none", model.name));
+          gpu_replicas_[k] = static_cast<int16_t>(setup.mps_replicas);
+          break;
+        case GpuMode::kTimeSlice:
+          if (!(setup.oversubscription >= 1.0 && setup.oversubscription <= 64.0))
+            gfail(fmt::format("oversubscription {} outside 1..64", setup.oversubscription));
+          gpu_oversub_[k] = setup.oversubscription;
+          break;
+        case GpuMode::kMig: {
+          const MigGeometry* geo = mig_geometry(s.gpu_model);
+          if (!geo) gfail(fmt::format("model {} is not MIG-capable", model.name));
+          MigGpuState state(*geo);
+          for (size_t p = 0; p < setup.mig_layout.size(); ++p) {
+            const MigPlacement& pl = setup.mig_layout[p];
+            if (std::string why = state.place(pl.profile, pl.start); !why.empty())
+              gfail(fmt::format("MIG layout instance {}: {}", p, why));
+          }
+          if (!setup.mig_fixed_layout && !state.empty())
+            gfail("a MIG layout is given but the GPU is not marked fixed-layout");
+          gpu_mig_[k] = static_cast<int32_t>(mig_.size());
+          mig_.push_back(state);
+          mig_busy_.push_back(0);
+          mig_fixed_.push_back(setup.mig_fixed_layout ? 1 : 0);
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+  numa_cpu_free_ = numa_cpu_total_;
+  numa_mem_free_ = numa_mem_total_;
+}
+
+int32_t ClusterState::charge(size_t k, const Request& req, const Assignment& where) const {
+  switch (gpu_mode_[k]) {
+    case GpuMode::kMig: {
+      const MigGeometry& geo = mig_[static_cast<size_t>(gpu_mig_[k])].geometry();
+      if (where.mig_profile < 0 || where.mig_profile >= geo.size()) return 0;
+      return kGpuMilliPerGpu * geo.profile(where.mig_profile).memory_slices / geo.memory_slices;
+    }
+    case GpuMode::kTimeSlice:
+      return static_cast<int32_t>(std::ceil(static_cast<double>(req.gpu_milli) / gpu_oversub_[k] - 1e-9));
+    case GpuMode::kExclusive:
+      return kGpuMilliPerGpu;
+    default:
+      return where.gpu_milli;
+  }
+}
+
+Dimension ClusterState::gpu_fit(NodeId node, int g, const Request& req, int mig_profile, int mig_start,
+                                std::string* message) const {
+  const size_t k = gi(node, g);
+  const auto no = [&](Dimension d, std::string_view f, const auto&... args) {
+    if (message)
+      *message = fmt::format("node {}: GPU {}: ", names_[index(node)], g) + fmt::vformat(f, fmt::make_format_args(args...));
+    return d;
+  };
+  const GpuMode mode = gpu_mode_[k];
+  const ModeMask modes = req.effective_modes();
+  if (!mode_accepts(mode, modes))
+    return no(Dimension::kSharingMode, "{} GPU, request allows other modes", to_string(mode));
+  const int32_t free = gpu_free_[k];
+  const int64_t mem_total = gpu_mem_total_[k];
+  if (mode == GpuMode::kMig) {
+    const size_t m = static_cast<size_t>(gpu_mig_[k]);
+    const MigGpuState& st = mig_[m];
+    const MigGeometry& geo = st.geometry();
+    if (req.gpu_count != 1) return no(Dimension::kMigSlot, "a MIG instance serves one GPU, {} requested", req.gpu_count);
+    const std::optional<int> want = mig_profile_for(geo, req);
+    if (!want)
+      return no(Dimension::kMigSlot, "no {} MIG profile matches (profile '{}', {} MiB, {} SMs)", geo.model_name,
+                req.mig_profile, req.gpu_memory_mib, req.mig_min_sm);
+    if (mig_profile < 0) {
+      // Any start: is some instance of the profile available?
+      if (mig_fixed_[m]) {
+        for (const MigPlacement& p : st.instances())
+          if (p.profile == *want && !((mig_busy_[m] >> p.start) & 1u)) return Dimension::kNone;
+        return no(Dimension::kMigSlot, "no free {} instance in the fixed layout", geo.profile(*want).name);
+      }
+      if (st.can_place_anywhere(*want)) return Dimension::kNone;
+      return no(Dimension::kMigSlot, "{}", st.why_not_anywhere(*want));
+    }
+    if (mig_profile != *want)
+      return no(Dimension::kMigSlot, "profile {} is not the one requested ({})",
+                mig_profile < geo.size() ? geo.profile(mig_profile).name : std::string("?"), geo.profile(*want).name);
+    if (mig_start < 0 || mig_start >= kMaxMigMemorySlices)
+      return no(Dimension::kMigSlot, "start {} out of range", mig_start);
+    if (mig_fixed_[m]) {
+      bool found = false;
+      for (const MigPlacement& p : st.instances()) found |= p.profile == mig_profile && p.start == mig_start;
+      if (!found) return no(Dimension::kMigSlot, "no {} instance at slice {} in the fixed layout", geo.profile(*want).name, mig_start);
+      if ((mig_busy_[m] >> mig_start) & 1u)
+        return no(Dimension::kMigSlot, "the {} instance at slice {} is in use", geo.profile(*want).name, mig_start);
+      return Dimension::kNone;
+    }
+    if (std::string why = st.why_not(mig_profile, mig_start); !why.empty()) return no(Dimension::kMigSlot, "{}", why);
+    return Dimension::kNone;
+  }
+  if (mode == GpuMode::kExclusive) {
+    if (req.gpu_milli < kGpuMilliPerGpu)
+      return no(Dimension::kSharingMode, "exclusive GPU, request asks for a {} milli share", req.gpu_milli);
+    if (free < kGpuMilliPerGpu) return no(Dimension::kGpuMilli, "exclusive GPU in use");
+  } else if (mode == GpuMode::kMps) {
+    const int replicas = gpu_replicas_[k];
+    if (gpu_clients_[k] >= replicas) return no(Dimension::kMpsClients, "MPS clients {} at the cap {}", gpu_clients_[k], replicas);
+    if (int64_t{req.gpu_milli} * replicas > kGpuMilliPerGpu)
+      return no(Dimension::kGpuMilli, "{} milli exceeds the MPS thread share {}% (1/{} replicas)", req.gpu_milli,
+                100 / replicas, replicas);
+    if (req.gpu_memory_mib * replicas > mem_total)
+      return no(Dimension::kGpuMemory, "{} MiB exceeds the MPS per-client limit {} MiB", req.gpu_memory_mib,
+                mem_total / replicas);
+    if (free < req.gpu_milli) return no(Dimension::kGpuMilli, "free {} < {} milli", free, req.gpu_milli);
+  } else {
+    const int32_t need = mode == GpuMode::kTimeSlice ? charge(k, req, Assignment{}) : req.gpu_milli;
+    if (free < need) return no(Dimension::kGpuMilli, "free {} < {} milli", free, need);
+  }
+  if (mem_total > 0 && gpu_mem_free_[k] < req.gpu_memory_mib)
+    return no(Dimension::kGpuMemory, "memory free {} < {} MiB", gpu_mem_free_[k], req.gpu_memory_mib);
+  if (gpu_bw_free_[k] < req.bandwidth_milli)
+    return no(Dimension::kGpuBandwidth, "bandwidth share free {} < {} milli", gpu_bw_free_[k], req.bandwidth_milli);
+  if (gpu_l2_free_[k] < req.l2_milli)
+    return no(Dimension::kGpuL2, "L2 share free {} < {} milli", gpu_l2_free_[k], req.l2_milli);
+  return Dimension::kNone;
+}
+
+Status ClusterState::check_hardware(const Request& req, const Assignment& where) const {
+  const size_t n = index(where.node);
+  if (where.numa >= 0) {
+    if (where.numa >= numa_count_[n]) return Status::error(fmt::format("node {}: NUMA node {} does not exist", names_[n], where.numa));
+    const size_t u = static_cast<size_t>(numa_begin_[n] + where.numa);
+    if (numa_cpu_free_[u] < req.cpu_milli)
+      return Status::unschedulable(Dimension::kNuma, fmt::format("node {}: NUMA {} cpu free {} < {} milli", names_[n],
+                                                                 where.numa, numa_cpu_free_[u], req.cpu_milli));
+    if (numa_mem_free_[u] < req.memory_mib)
+      return Status::unschedulable(Dimension::kNuma, fmt::format("node {}: NUMA {} memory free {} < {} MiB", names_[n],
+                                                                 where.numa, numa_mem_free_[u], req.memory_mib));
+  } else if (req.numa_aligned) {
+    return Status::error(fmt::format("node {}: numa_aligned request assigned no NUMA node", names_[n]));
+  }
+  if (req.gpu_count == 0) return Status::ok();
+  const bool mig = where.mig_profile >= 0;
+  if (mig && req.gpu_count != 1) return Status::error("a MIG assignment names one GPU");
+  int group = -2;
+  for (int g = 0; g < gpu_count_[n]; ++g) {
+    if (!(where.gpu_mask & (1u << g))) continue;
+    const size_t k = static_cast<size_t>(gpu_begin_[n] + g);
+    if (where.numa >= 0 && gpu_numa_[k] != where.numa)
+      return Status::unschedulable(Dimension::kNuma, fmt::format("node {}: GPU {} is on NUMA {}, not {}", names_[n], g,
+                                                                 gpu_numa_[k], where.numa));
+    if (req.scope_required && req.gpu_scope != GpuScope::kAny) {
+      const int id = req.gpu_scope == GpuScope::kNvlink      ? gpu_nvlink_[k]
+                     : req.gpu_scope == GpuScope::kPcieSwitch ? gpu_pcie_[k]
+                                                              : gpu_numa_[k];
+      if (id < 0 || (group != -2 && id != group))
+        return Status::unschedulable(Dimension::kTopology, fmt::format("node {}: GPUs not in one {}", names_[n],
+                                                                       to_string(req.gpu_scope)));
+      group = id;
+    }
+    if (gpu_mode_[k] != GpuMode::kMig && mig)
+      return Status::error(fmt::format("node {}: GPU {} is not in MIG mode; the assignment names an instance", names_[n], g));
+    if (gpu_mode_[k] == GpuMode::kMig && !mig)
+      return Status::error(fmt::format("node {}: GPU {} is in MIG mode; the assignment names no instance", names_[n], g));
+    std::string msg;
+    const Dimension d = gpu_fit(where.node, g, req, mig ? where.mig_profile : -1, where.mig_start, &msg);
+    if (d != Dimension::kNone) return Status::unschedulable(d, msg);
+  }
+  return Status::ok();
+}
+
 
 std::vector<PodId> ClusterState::bound_pods() const {
   std::vector<PodId> out;
@@ -83,12 +337,13 @@ Status ClusterState::check_fit(const Request& req, const Assignment& where) cons
   if (mem_free_[n] < req.memory_mib)
     return Status::unschedulable(Dimension::kMemory, fmt::format("node {}: memory free {} < {} MiB",
                                                                  names_[n], mem_free_[n], req.memory_mib));
-  if (req.gpu_count == 0) return Status::ok();
+  if (req.gpu_count == 0) return where.numa >= 0 || req.numa_aligned ? check_hardware(req, where) : Status::ok();
   if (!model_allowed(req.allowed_models, gpu_model_[n]))
     return Status::unresolvable(Dimension::kModel, fmt::format("node {}: GPU model {} not allowed", names_[n],
                                                                GpuCatalog::builtin().spec(gpu_model_[n]).name));
   if (gpu_count_[n] < 32 && (where.gpu_mask >> gpu_count_[n]) != 0)
     return Status::error(fmt::format("node {}: GPU index beyond its {} GPUs", names_[n], gpu_count_[n]));
+  if (hw_node_[n] || !req.is_plain() || where.mig_profile >= 0 || where.numa >= 0) return check_hardware(req, where);
   for (int g = 0; g < gpu_count_[n]; ++g) {
     if (!(where.gpu_mask & (1u << g))) continue;
     if (gpu_free_[gpu_begin_[n] + g] < req.gpu_milli)
@@ -99,16 +354,52 @@ Status ClusterState::check_fit(const Request& req, const Assignment& where) cons
   return Status::ok();
 }
 
+void ClusterState::apply_hardware(const Request& req, const Assignment& where, int sign) {
+  const size_t n = index(where.node);
+  if (where.numa >= 0) {
+    const size_t u = static_cast<size_t>(numa_begin_[n] + where.numa);
+    numa_cpu_free_[u] -= sign * req.cpu_milli;
+    numa_mem_free_[u] -= sign * req.memory_mib;
+  }
+  int64_t gpu_delta = 0;
+  for (int g = 0; g < gpu_count_[n]; ++g) {
+    if (!(where.gpu_mask & (1u << g))) continue;
+    const size_t k = static_cast<size_t>(gpu_begin_[n] + g);
+    const int32_t c = charge(k, req, where);
+    gpu_free_[k] -= sign * c;
+    gpu_delta += c;
+    if (gpu_mode_[k] == GpuMode::kMig) {
+      const size_t m = static_cast<size_t>(gpu_mig_[k]);
+      if (!mig_fixed_[m]) {
+        if (sign > 0) mig_[m].place(where.mig_profile, where.mig_start);
+        else mig_[m].remove(where.mig_profile, where.mig_start);
+      }
+      mig_busy_[m] ^= static_cast<uint8_t>(1u << where.mig_start);
+      continue;
+    }
+    gpu_mem_free_[k] -= sign * req.gpu_memory_mib;
+    gpu_bw_free_[k] -= sign * req.bandwidth_milli;
+    gpu_l2_free_[k] -= sign * req.l2_milli;
+    if (gpu_mode_[k] == GpuMode::kMps) gpu_clients_[k] = static_cast<int16_t>(gpu_clients_[k] + sign);
+  }
+  gpu_free_total_[n] -= sign * gpu_delta;
+  gpu_used_milli_ += sign * gpu_delta;
+}
+
 void ClusterState::apply(PodId pod, const Request& req, const Assignment& where, int sign) {
   const size_t n = index(where.node);
   cpu_free_[n] -= sign * req.cpu_milli;
   mem_free_[n] -= sign * req.memory_mib;
-  for (int g = 0; g < gpu_count_[n]; ++g) {
-    if (where.gpu_mask & (1u << g)) gpu_free_[gpu_begin_[n] + g] -= sign * where.gpu_milli;
+  if (hw_node_[n] || !req.is_plain() || where.mig_profile >= 0 || where.numa >= 0) {
+    apply_hardware(req, where, sign);
+  } else {
+    for (int g = 0; g < gpu_count_[n]; ++g) {
+      if (where.gpu_mask & (1u << g)) gpu_free_[gpu_begin_[n] + g] -= sign * where.gpu_milli;
+    }
+    const int64_t gpu_delta = int64_t{where.gpu_count()} * where.gpu_milli;
+    gpu_free_total_[n] -= sign * gpu_delta;
+    gpu_used_milli_ += sign * gpu_delta;
   }
-  const int64_t gpu_delta = int64_t{where.gpu_count()} * where.gpu_milli;
-  gpu_free_total_[n] -= sign * gpu_delta;
-  gpu_used_milli_ += sign * gpu_delta;
   if (int tag = shape_tag(req); tag >= 0) shapes_[n][tag] += sign;
   version_[n] = next_stamp();
   if (index(pod) >= pods_.size()) pods_.resize(index(pod) + 1);
@@ -154,7 +445,11 @@ std::vector<std::string> ClusterState::check_invariants() const {
   std::vector<std::string> errors;
   const size_t n = names_.size();
   std::vector<int64_t> cpu_used(n, 0), mem_used(n, 0), gpu_total(n, 0);
-  std::vector<int64_t> gpu_used(gpu_free_.size(), 0);
+  std::vector<int64_t> gpu_used(gpu_free_.size(), 0), gpu_mem_used(gpu_free_.size(), 0);
+  std::vector<int64_t> gpu_bw_used(gpu_free_.size(), 0), gpu_l2_used(gpu_free_.size(), 0);
+  std::vector<int64_t> gpu_clients(gpu_free_.size(), 0);
+  std::vector<int64_t> numa_cpu_used(numa_cpu_total_.size(), 0), numa_mem_used(numa_cpu_total_.size(), 0);
+  std::vector<std::vector<MigPlacement>> mig_in_use(mig_.size());
   std::vector<ShapeCounts> shapes(n, ShapeCounts{});
   int bound = 0;
   int64_t used_total = 0;
@@ -169,9 +464,25 @@ std::vector<std::string> ClusterState::check_invariants() const {
     }
     cpu_used[node] += r.request.cpu_milli;
     mem_used[node] += r.request.memory_mib;
-    for (int g = 0; g < gpu_count_[node]; ++g)
-      if (r.assignment.gpu_mask & (1u << g)) gpu_used[gpu_begin_[node] + g] += r.assignment.gpu_milli;
-    used_total += int64_t{r.assignment.gpu_count()} * r.assignment.gpu_milli;
+    if (r.assignment.numa >= 0) {
+      numa_cpu_used[numa_begin_[node] + r.assignment.numa] += r.request.cpu_milli;
+      numa_mem_used[numa_begin_[node] + r.assignment.numa] += r.request.memory_mib;
+    }
+    for (int g = 0; g < gpu_count_[node]; ++g) {
+      if (!(r.assignment.gpu_mask & (1u << g))) continue;
+      const size_t k = static_cast<size_t>(gpu_begin_[node] + g);
+      const int32_t c = charge(k, r.request, r.assignment);
+      gpu_used[k] += c;
+      used_total += c;
+      if (gpu_mode_[k] == GpuMode::kMig) {
+        mig_in_use[static_cast<size_t>(gpu_mig_[k])].push_back({r.assignment.mig_profile, r.assignment.mig_start});
+        continue;
+      }
+      gpu_mem_used[k] += r.request.gpu_memory_mib;
+      gpu_bw_used[k] += r.request.bandwidth_milli;
+      gpu_l2_used[k] += r.request.l2_milli;
+      gpu_clients[k] += gpu_mode_[k] == GpuMode::kMps;
+    }
     if (int tag = shape_tag(r.request); tag >= 0) ++shapes[node][tag];
   }
   if (bound != bound_pods_) errors.push_back(fmt::format("bound pod count {} != {}", bound_pods_, bound));
@@ -195,6 +506,32 @@ std::vector<std::string> ClusterState::check_invariants() const {
         errors.push_back(fmt::format("node {}: GPU {} free {} != 1000 - used {}", names_[i], g, f,
                                      gpu_used[gpu_begin_[i] + g]));
       free_total += f;
+      const size_t k = static_cast<size_t>(gpu_begin_[i] + g);
+      if (gpu_mem_free_[k] != gpu_mem_total_[k] - gpu_mem_used[k] || gpu_bw_free_[k] != kGpuMilliPerGpu - gpu_bw_used[k] ||
+          gpu_l2_free_[k] != kGpuMilliPerGpu - gpu_l2_used[k] || gpu_clients_[k] != gpu_clients[k])
+        errors.push_back(fmt::format("node {}: GPU {} memory/bandwidth/L2/client accounting differs", names_[i], g));
+      if (gpu_bw_free_[k] < 0 || gpu_l2_free_[k] < 0 || (gpu_mem_total_[k] > 0 && gpu_mem_free_[k] < 0))
+        errors.push_back(fmt::format("node {}: GPU {} memory, bandwidth or L2 over-committed", names_[i], g));
+      if (gpu_mode_[k] == GpuMode::kMps && gpu_clients_[k] > gpu_replicas_[k])
+        errors.push_back(fmt::format("node {}: GPU {} MPS clients above replicas", names_[i], g));
+      if (gpu_mig_[k] >= 0) {
+        const size_t m = static_cast<size_t>(gpu_mig_[k]);
+        uint8_t busy = 0;
+        for (const MigPlacement& p : mig_in_use[m]) busy |= static_cast<uint8_t>(1u << p.start);
+        if (busy != mig_busy_[m]) errors.push_back(fmt::format("node {}: GPU {} MIG busy mask differs", names_[i], g));
+        if (!mig_fixed_[m]) {
+          std::vector<MigPlacement> have = mig_[m].instances(), want = mig_in_use[m];
+          std::sort(want.begin(), want.end(), [](const MigPlacement& a, const MigPlacement& b) { return a.start < b.start; });
+          if (have != want) errors.push_back(fmt::format("node {}: GPU {} MIG instances differ from bound pods", names_[i], g));
+        }
+      }
+    }
+    for (int u = 0; u < numa_count_[i]; ++u) {
+      const size_t k = static_cast<size_t>(numa_begin_[i] + u);
+      if (numa_cpu_free_[k] != numa_cpu_total_[k] - numa_cpu_used[k] || numa_mem_free_[k] != numa_mem_total_[k] - numa_mem_used[k])
+        errors.push_back(fmt::format("node {}: NUMA {} accounting differs", names_[i], u));
+      if (numa_cpu_free_[k] < 0 || numa_mem_free_[k] < 0)
+        errors.push_back(fmt::format("node {}: NUMA {} over-committed", names_[i], u));
     }
     if (free_total != gpu_free_total_[i])
       errors.push_back(fmt::format("node {}: gpu free total {} != sum {}", names_[i], gpu_free_total_[i], free_total));

@@ -15,15 +15,24 @@
 //   source's stamps; so callers may cache per-node results by version alone.
 // - Read accessors are O(1) and allocation-free. Not thread-safe for writes;
 //   concurrent reads are fine.
+// - Hardware (docs/HARDWARE.md): each GPU also has a sharing mode, free GPU
+//   memory, free bandwidth and L2 shares, an MPS client count and, on MIG
+//   GPUs, a MigGpuState (plus which instances are busy); each node has its
+//   GPUs' NUMA node / PCIe switch / NVLink domain and CPU and memory per NUMA
+//   node. A plain request (Request::is_plain) on a node without hardware
+//   setup takes exactly the openb checks and charges; anything else is also
+//   checked per GPU by mode, and bind() refuses with the failed dimension.
 #pragma once
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mig/mig_slots.h"
 #include "model/gpu_catalog.h"
 #include "model/ids.h"
 #include "model/node.h"
@@ -37,6 +46,18 @@ namespace gpupack {
 constexpr int kMaxShapeTag = 16;
 using ShapeCounts = std::array<uint16_t, kMaxShapeTag + 1>;
 int shape_tag(const Request& r);  // -1 for CPU-only requests
+
+// The MIG profile (index into `geo`) a request asks for on that model: by
+// name when `mig_profile` is set, else the smallest profile with at least
+// gpu_memory_mib and mig_min_sm (when both are 0: the SMs of gpu_milli of the
+// full 7g instance). nullopt when none fits or the name is unknown.
+std::optional<int> mig_profile_for(const MigGeometry& geo, const Request& req);
+// Does a GPU in mode `m` accept a request allowed `modes`? A shared (openb)
+// GPU accepts every request allowed some non-MIG mode.
+inline bool mode_accepts(GpuMode m, ModeMask modes) {
+  if (modes & mode_bit(m)) return true;
+  return m == GpuMode::kShared && (modes & ~mode_bit(GpuMode::kMig)) != 0;
+}
 
 class ClusterState {
  public:
@@ -63,6 +84,46 @@ class ClusterState {
   const ShapeCounts& shape_counts(NodeId n) const { return shapes_[index(n)]; }
   uint64_t version(NodeId n) const { return version_[index(n)]; }
   const NodeSpec& spec(NodeId n) const { return specs_[index(n)]; }
+
+  // --- hardware (per GPU g of node n; O(1)) ---
+  bool has_hardware_setup(NodeId n) const { return hw_node_[index(n)] != 0; }
+  GpuMode gpu_mode(NodeId n, int g) const { return gpu_mode_[gi(n, g)]; }
+  int64_t gpu_memory_total_mib(NodeId n, int g) const { return gpu_mem_total_[gi(n, g)]; }  // 0 = unknown
+  int64_t gpu_memory_free_mib(NodeId n, int g) const { return gpu_mem_free_[gi(n, g)]; }
+  int32_t gpu_bandwidth_free_milli(NodeId n, int g) const { return gpu_bw_free_[gi(n, g)]; }
+  int32_t gpu_l2_free_milli(NodeId n, int g) const { return gpu_l2_free_[gi(n, g)]; }
+  int mps_clients(NodeId n, int g) const { return gpu_clients_[gi(n, g)]; }
+  int mps_replicas(NodeId n, int g) const { return gpu_replicas_[gi(n, g)]; }
+  double oversubscription(NodeId n, int g) const { return gpu_oversub_[gi(n, g)]; }
+  // nullptr unless the GPU is in MIG mode. Dynamic GPUs hold the instances
+  // in use; fixed-layout GPUs hold the configured layout (busy ones in
+  // mig_busy_starts).
+  const MigGpuState* mig_state(NodeId n, int g) const {
+    const int32_t m = gpu_mig_[gi(n, g)];
+    return m < 0 ? nullptr : &mig_[static_cast<size_t>(m)];
+  }
+  bool mig_fixed_layout(NodeId n, int g) const { return gpu_mig_[gi(n, g)] >= 0 && mig_fixed_[gpu_mig_[gi(n, g)]]; }
+  uint8_t mig_busy_starts(NodeId n, int g) const {
+    return gpu_mig_[gi(n, g)] < 0 ? 0 : mig_busy_[static_cast<size_t>(gpu_mig_[gi(n, g)])];
+  }
+  int gpu_numa(NodeId n, int g) const { return gpu_numa_[gi(n, g)]; }
+  int gpu_pcie_switch(NodeId n, int g) const { return gpu_pcie_[gi(n, g)]; }
+  int gpu_nvlink_domain(NodeId n, int g) const { return gpu_nvlink_[gi(n, g)]; }
+  int numa_count(NodeId n) const { return numa_count_[index(n)]; }
+  int64_t numa_cpu_free_milli(NodeId n, int u) const { return numa_cpu_free_[numa_begin_[index(n)] + u]; }
+  int64_t numa_memory_free_mib(NodeId n, int u) const { return numa_mem_free_[numa_begin_[index(n)] + u]; }
+  int64_t numa_cpu_total_milli(NodeId n, int u) const { return numa_cpu_total_[numa_begin_[index(n)] + u]; }
+  int64_t numa_memory_total_mib(NodeId n, int u) const { return numa_mem_total_[numa_begin_[index(n)] + u]; }
+
+  // Would `req` fit on GPU g of node n alone (mode, milli, memory, bandwidth,
+  // L2, MPS limits, and for MIG the instance `mig_profile` at `mig_start`)?
+  // kNone when it does. `message` (optional) gets the reason. O(1).
+  Dimension gpu_fit(NodeId n, int g, const Request& req, int mig_profile = -1, int mig_start = -1,
+                    std::string* message = nullptr) const;
+  // Milli that GPU g is charged for `req` placed as `where` (by its mode).
+  int32_t gpu_charge_milli(NodeId n, int g, const Request& req, const Assignment& where) const {
+    return charge(gi(n, g), req, where);
+  }
 
   // --- cluster totals ---
   int64_t gpu_capacity_milli() const { return gpu_capacity_milli_; }
@@ -107,6 +168,11 @@ class ClusterState {
   };
 
   void apply(PodId pod, const Request& req, const Assignment& where, int sign);
+  void apply_hardware(const Request& req, const Assignment& where, int sign);
+  Status check_hardware(const Request& req, const Assignment& where) const;
+  int32_t charge(size_t gpu, const Request& req, const Assignment& where) const;
+  size_t gi(NodeId n, int g) const { return static_cast<size_t>(gpu_begin_[index(n)] + g); }
+  void init_hardware();
 
   std::vector<NodeSpec> specs_;
   std::vector<std::string> names_;
@@ -120,6 +186,20 @@ class ClusterState {
   std::vector<uint64_t> version_;
   int64_t gpu_capacity_milli_ = 0;
   int64_t gpu_used_milli_ = 0;
+
+  // Hardware state (per GPU unless noted).
+  std::vector<uint8_t> hw_node_;  // per node: has a hardware setup
+  std::vector<GpuMode> gpu_mode_;
+  std::vector<int64_t> gpu_mem_total_, gpu_mem_free_;
+  std::vector<int32_t> gpu_bw_free_, gpu_l2_free_;
+  std::vector<int16_t> gpu_clients_, gpu_replicas_;
+  std::vector<double> gpu_oversub_;
+  std::vector<int32_t> gpu_mig_;  // index into mig_, -1 = not MIG
+  std::vector<int8_t> gpu_numa_, gpu_pcie_, gpu_nvlink_;
+  std::vector<MigGpuState> mig_;
+  std::vector<uint8_t> mig_busy_, mig_fixed_;
+  std::vector<int32_t> numa_begin_, numa_count_;  // per node
+  std::vector<int64_t> numa_cpu_total_, numa_cpu_free_, numa_mem_total_, numa_mem_free_;
 
   std::vector<PodRecord> pods_;
   int bound_pods_ = 0;

@@ -36,6 +36,11 @@ struct GpuModelSpec {
   bool mig_capable = false;
   int max_mig_instances = 0;
   bool inferred = false;             // some figure is inferred, not measured
+  int compute_capability = 0;        // x10 (8.0 -> 80); 0 = unknown
+
+  // MPS client cap of the device plugin: 48 from compute capability 7.5
+  // (and when unknown), else 16.
+  int mps_max_clients() const { return compute_capability == 0 || compute_capability >= 75 ? 48 : 16; }
 };
 
 class GpuCatalog {

@@ -13,6 +13,11 @@ std::string_view to_string(Dimension d) {
     case Dimension::kModel: return "model";
     case Dimension::kTaint: return "taint";
     case Dimension::kTopology: return "topology";
+    case Dimension::kGpuBandwidth: return "gpu_bandwidth";
+    case Dimension::kGpuL2: return "gpu_l2";
+    case Dimension::kSharingMode: return "sharing_mode";
+    case Dimension::kMpsClients: return "mps_clients";
+    case Dimension::kNuma: return "numa";
   }
   return "unknown";
 }

@@ -22,7 +22,14 @@ enum class Dimension {
   kModel,
   kTaint,
   kTopology,
+  // Hardware dimensions (docs/HARDWARE.md).
+  kGpuBandwidth,
+  kGpuL2,
+  kSharingMode,
+  kMpsClients,
+  kNuma,
 };
+constexpr int kDimensionCount = static_cast<int>(Dimension::kNuma) + 1;
 
 std::string_view to_string(Dimension d);
 

@@ -10,6 +10,12 @@
 // per (node version, request shape), so each pod re-evaluates only nodes that
 // changed since that shape was last scored. Request shapes are (cpu_milli,
 // gpu_count, gpu_milli); memory and allowed models only affect the filter.
+//
+// Hardware (docs/HARDWARE.md): for a request that is not plain, or on a node
+// with a hardware setup, the placement comes from choose_placement() and F(n)
+// is FGD's measure over the node's non-MIG GPUs plus, for each MIG GPU,
+// mig_fragmentation_milli (the MIG-aware measure, default size-weighted
+// mix). These scores are not cached.
 #pragma once
 
 #include <map>
@@ -39,6 +45,7 @@ class FgdPolicy final : public Policy {
     uint32_t gpu_mask = 0;
   };
   double node_frag(const ClusterState& state, NodeId node);
+  NodeScore hardware_score(const ClusterState& state, NodeId node, const Request& req) const;
 
   std::shared_ptr<const TargetWorkload> target_;
   std::vector<double> frag_;
@@ -46,6 +53,7 @@ class FgdPolicy final : public Policy {
   std::map<std::tuple<int64_t, int32_t, int32_t>, size_t> shape_index_;
   std::vector<std::vector<Entry>> cache_;  // [shape][node]
   std::vector<Entry>* current_ = nullptr;
+  bool plain_request_ = true;  // set by prepare()
 };
 
 }  // namespace gpupack

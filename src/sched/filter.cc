@@ -15,6 +15,9 @@ Dimension failed_dimension(const ClusterState& s, NodeId n, const Request& r, bo
     d = Dimension::kCpu;
   } else if (s.memory_total_mib(n) < r.memory_mib) {
     d = Dimension::kMemory;
+  } else if (!r.is_plain() || s.has_hardware_setup(n)) {
+    never = false;
+    d = choose_placement(s, n, r).failed;
   } else {
     never = false;
     if (s.cpu_free_milli(n) < r.cpu_milli) {
@@ -34,6 +37,10 @@ Status explain_fit(const ClusterState& s, NodeId n, const Request& r) {
   const Dimension d = failed_dimension(s, n, r, &never);
   if (d == Dimension::kNone) return Status::ok();
   std::string msg;
+  if (!never && (!r.is_plain() || s.has_hardware_setup(n))) {
+    const Placement p = choose_placement(s, n, r, {}, &msg);
+    return Status::unschedulable(p.failed, msg);
+  }
   switch (d) {
     case Dimension::kModel:
       msg = fmt::format("node {}: GPU model {} not allowed", s.node_name(n),

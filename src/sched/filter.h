@@ -6,6 +6,10 @@
 // explain() performs the same checks and names the first failed dimension,
 // as Unschedulable (may fit later) or UnschedulableAndUnresolvable (never on
 // this node: model not allowed, or the empty node could not host it).
+// Hardware: a request that is not plain, or any request on a node with a
+// hardware setup, is checked by choose_placement() (every mode, MIG slots,
+// NUMA, topology); its failure names the dimension (gpu_memory, mig_slot,
+// sharing_mode, mps_clients, gpu_bandwidth, gpu_l2, numa, topology, ...).
 #pragma once
 
 #include "model/cluster_state.h"
@@ -14,11 +18,17 @@
 
 namespace gpupack {
 
-inline bool fits(const ClusterState& s, NodeId n, const Request& r) {
+// The openb check alone (plain request, node without hardware setup).
+inline bool fits_plain(const ClusterState& s, NodeId n, const Request& r) {
   if (s.cpu_free_milli(n) < r.cpu_milli || s.memory_free_mib(n) < r.memory_mib) return false;
   if (r.gpu_count == 0) return true;
   if (!model_allowed(r.allowed_models, s.gpu_model(n)) || s.gpu_count(n) < r.gpu_count) return false;
   return count_gpus_with_free(s.gpu_free_milli(n), r.gpu_milli) >= r.gpu_count;
+}
+
+inline bool fits(const ClusterState& s, NodeId n, const Request& r) {
+  if (!r.is_plain() || s.has_hardware_setup(n)) return choose_placement(s, n, r).ok();
+  return fits_plain(s, n, r);
 }
 
 // The first failed dimension (kNone when it fits); cheap, no message.

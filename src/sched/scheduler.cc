@@ -18,18 +18,34 @@ Decision Scheduler::decide(const ClusterState& state, const Request& req) {
   policy_.prepare(state, req);
   Decision d;
   const int nodes = state.node_count();
+  const bool plain = req.is_plain();
+  // Filter: the openb check, or the hardware placement (kept in `hw`).
+  Assignment hw;
+  auto feasible = [&](NodeId n) {
+    if (plain && !state.has_hardware_setup(n)) {
+      hw.node = kNoNode;
+      return fits_plain(state, n, req);
+    }
+    const Placement p = choose_placement(state, n, req, placement_);
+    hw = p.assignment;
+    return p.ok();
+  };
+  auto placed_at = [&](NodeId n, const NodeScore& s) -> Assignment {
+    if (valid(hw.node)) return hw;
+    return {n, s.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
+  };
   if (!policy_.normalizes_scores()) {
     int64_t best_score = 0, best_rank = 0;
     for (int i = 0; i < nodes; ++i) {
       const NodeId n{i};
-      if (!allowed(i) || !fits(state, n, req)) continue;
+      if (!allowed(i) || !feasible(n)) continue;
       ++d.feasible_nodes;
       const NodeScore s = policy_.score(state, n, req);
       const int64_t r = rank(n);
       if (!d.placed() || s.score > best_score || (s.score == best_score && r < best_rank)) {
         best_score = s.score;
         best_rank = r;
-        d.assignment = {n, s.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
+        d.assignment = placed_at(n, s);
       }
     }
     d.score = best_score;
@@ -38,11 +54,11 @@ Decision Scheduler::decide(const ClusterState& state, const Request& req) {
     int64_t lo = 0, hi = 0;
     for (int i = 0; i < nodes; ++i) {
       const NodeId n{i};
-      if (!allowed(i) || !fits(state, n, req)) continue;
+      if (!allowed(i) || !feasible(n)) continue;
       const NodeScore s = policy_.score(state, n, req);
       if (scratch_.empty() || s.score < lo) lo = s.score;
       if (scratch_.empty() || s.score > hi) hi = s.score;
-      scratch_.push_back({n, s.score, s.gpu_mask});
+      scratch_.push_back({n, s.score, placed_at(n, s)});
     }
     d.feasible_nodes = static_cast<int>(scratch_.size());
     int64_t best_score = 0, best_rank = 0;
@@ -52,7 +68,7 @@ Decision Scheduler::decide(const ClusterState& state, const Request& req) {
       if (!d.placed() || s > best_score || (s == best_score && r < best_rank)) {
         best_score = s;
         best_rank = r;
-        d.assignment = {c.node, c.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
+        d.assignment = c.assignment;
       }
     }
     d.score = best_score;
@@ -71,7 +87,7 @@ Decision Scheduler::schedule(ClusterState& state, PodId pod, const Request& req)
 }
 
 Dimension Scheduler::most_common_reason(const ClusterState& state, const Request& req) const {
-  std::array<int, static_cast<size_t>(Dimension::kTopology) + 1> counts{};
+  std::array<int, kDimensionCount> counts{};
   for (int i = 0; i < state.node_count(); ++i) {
     if (!allowed(i)) continue;
     const Dimension d = failed_dimension(state, NodeId{i}, req);

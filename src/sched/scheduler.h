@@ -8,6 +8,10 @@
 // blocked most nodes. set_node_mask() restricts the candidates to the nodes
 // whose mask byte is non-zero (gang domains, reservations); an empty mask
 // (the default) allows every node. One Scheduler serves one thread.
+// Hardware: for a request that is not plain, or on a node with a hardware
+// setup, the in-node placement (GPUs, MIG instance, NUMA node) comes from
+// choose_placement() with the scheduler's PlacementOptions; the policy's
+// score still ranks the nodes.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "model/cluster_state.h"
+#include "policy/gpu_choice.h"
 #include "policy/policy.h"
 
 namespace gpupack {
@@ -43,12 +48,15 @@ class Scheduler {
   // cover every node and outlive its use; the caller owns it.
   void set_node_mask(std::span<const uint8_t> mask) { node_mask_ = mask; }
   std::span<const uint8_t> node_mask() const { return node_mask_; }
+  // In-node placement rules for hardware requests (MIG slot choice).
+  void set_placement_options(const PlacementOptions& options) { placement_ = options; }
+  const PlacementOptions& placement_options() const { return placement_; }
 
  private:
   struct Candidate {
     NodeId node;
     int64_t score;
-    uint32_t gpu_mask;
+    Assignment assignment;
   };
   int64_t rank(NodeId n) const { return node_rank_.empty() ? static_cast<int64_t>(n) : node_rank_[index(n)]; }
   Dimension most_common_reason(const ClusterState& state, const Request& req) const;
@@ -60,6 +68,7 @@ class Scheduler {
   std::vector<Candidate> scratch_;
   std::span<const uint8_t> node_mask_;
   bool explain_failures_ = true;
+  PlacementOptions placement_;
 };
 
 }  // namespace gpupack
