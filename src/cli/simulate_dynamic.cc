@@ -100,6 +100,11 @@ std::shared_ptr<DynamicFlags> add_dynamic_simulate_options(CLI::App& cmd) {
                  "dynamic, openb: multiply submission times by this (< 1 compresses arrivals, runtimes unchanged)")
       ->capture_default_str();
   cmd.add_option("--racks", d->racks, "dynamic: node,rack CSV naming each node's rack (gang domain)");
+  cmd.add_option("--defrag-every", d->defrag_every_min,
+                 "dynamic: run the defragmentation planner every this many minutes (0 = never); "
+                 "--defrag-budget sets the share of running pods it may move (default 5%)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd.add_option("--quota", d->quota, "dynamic: per-queue GPU quota, queue=gpu_milli[,...]");
   return d;
 }
@@ -153,6 +158,8 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
   options.preemption = d.preemption;
   options.quota_gpu_milli = parse_quota(d.quota);
   if (!racks.empty()) options.levels.push_back({"rack", racks});
+  options.defrag_every_s = static_cast<int64_t>(d.defrag_every_min * 60);
+  options.defrag_budget_fraction = f.defrag_budget_fraction;
 
   std::vector<Request> requests;
   std::vector<std::string> keys;
@@ -166,7 +173,7 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
   for (const auto& p : policies) make_policy(p, {seed, target});  // validate names up front
 
   const std::string suffix = std::string(d.backfill ? "+backfill" : d.strict_fifo ? "+fifo" : "") +
-                             (d.preemption ? "+preempt" : "");
+                             (d.preemption ? "+preempt" : "") + (d.defrag_every_min > 0 ? "+defrag" : "");
   if (!f.quiet)
     fmt::print("dynamic: cluster {} ({} nodes); workload {} ({} jobs); queue {}{}\n", cluster_label, nodes.size(),
                workload_label, workload.jobs.size(),

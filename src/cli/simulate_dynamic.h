@@ -15,6 +15,7 @@ struct DynamicFlags {
   int gang_nodes = 64, gpus_per_node = 8, nodes_per_rack = 8;
   double arrival_scale = 1.0, interarrival_s = 110, no_estimate_fraction = 0.2, max_overestimate = 2.0;
   std::string racks, quota;
+  double defrag_every_min = 0;
 };
 
 // Registers the dynamic-only flags on `cmd`.
@@ -23,6 +24,7 @@ std::shared_ptr<DynamicFlags> add_dynamic_simulate_options(CLI::App& cmd);
 struct SharedSimulateFlags {
   std::string nodes, pods, policy, seeds, out;
   bool quiet = false;
+  double defrag_budget_fraction = 0.05;  // --defrag-budget, shared with the static mode
 };
 void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f);
 

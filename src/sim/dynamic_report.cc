@@ -73,6 +73,8 @@ DynamicSummary summarize_dynamic(const DynamicRunResult& run, const DynamicWorkl
   s.backfilled = run.backfilled_jobs;
   s.preemptions = run.preemptions;
   s.evicted_pods = run.evicted_pods;
+  s.defrag_runs = run.defrag_runs;
+  s.defrag_moves = run.defrag_moves;
   s.mean_alloc_pct = run.mean_alloc_pct;
   s.makespan_s = run.end_s - run.start_s;
   s.wall_seconds = run.wall_seconds;
@@ -163,6 +165,8 @@ void write_dynamic_summary_json(const std::string& path, const std::vector<Dynam
                   {"backfilled_jobs", s.backfilled},
                   {"preemptions", s.preemptions},
                   {"evicted_pods", s.evicted_pods},
+                  {"defrag_runs", s.defrag_runs},
+                  {"defrag_moves", s.defrag_moves},
                   {"mean_alloc_pct", s.mean_alloc_pct},
                   {"peak_alloc_pct", s.peak_alloc_pct},
                   {"mean_frag_pct", s.mean_frag_pct},

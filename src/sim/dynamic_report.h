@@ -27,6 +27,7 @@ struct WaitStats {
 struct DynamicSummary {
   std::string label;  // e.g. "fgd", "fgd+backfill"
   int jobs = 0, gangs = 0, never_ran = 0, backfilled = 0, preemptions = 0, evicted_pods = 0;
+  int defrag_runs = 0, defrag_moves = 0;
   double mean_alloc_pct = 0, peak_alloc_pct = 0, mean_frag_pct = 0;
   double mean_queue_length = 0;  // time-weighted
   int max_queue_length = 0;

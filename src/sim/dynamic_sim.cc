@@ -4,6 +4,7 @@
 #include <queue>
 #include <stdexcept>
 
+#include "defrag/planner.h"
 #include "model/cluster_state.h"
 #include "sched/backfill.h"
 #include "sched/filter.h"
@@ -15,7 +16,7 @@ namespace {
 
 struct Event {
   int64_t time_s;
-  int kind;  // 0 = completion, 1 = arrival (completions first)
+  int kind;  // 0 = completion, 1 = arrival, 2 = defragmentation tick (in that order)
   int64_t seq;
   int32_t job;
   int epoch;
@@ -60,6 +61,7 @@ class Simulation {
       JobState& j = jobs_[i];
       j.gang = {d.name, d.members, d.min_member};
       for (size_t m = 0; m < d.members.size(); ++m) j.pods.push_back(PodId{next_pod++});
+      next_pod_ = next_pod;
       j.gpu_milli = j.gang.total_gpu_milli();
       j.seq = static_cast<int64_t>(i);
       events_.push({d.submit_s, 1, event_seq_++, static_cast<int32_t>(i), 0});
@@ -81,10 +83,15 @@ class Simulation {
         last_t = now;
         first = false;
       }
+      now_ = now;
+      bool defrag_due = false;
       while (!events_.empty() && events_.top().time_s == now) {
         const Event e = events_.top();
         events_.pop();
-        if (e.kind == 0) {
+        if (e.kind == 2) {
+          tick_pending_ = false;
+          defrag_due = true;
+        } else if (e.kind == 0) {
           complete(e.job, e.epoch, now);
         } else {
           JobState& j = jobs_[static_cast<size_t>(e.job)];
@@ -94,6 +101,10 @@ class Simulation {
         }
       }
       pass(now);
+      if (defrag_due) {
+        defragment(now);
+        arm_defrag_tick();
+      }
       state_.commit();
       for (NodeId n : touched_) frag_.refresh(state_, n);
       touched_.clear();
@@ -121,6 +132,16 @@ class Simulation {
     JobState& j = jobs_[static_cast<size_t>(id)];
     queue_.push(id, spec(id).priority, j.seq);
     pending_milli_ += j.gpu_milli;
+    arm_defrag_tick();
+  }
+
+  // Defragmentation runs on a fixed period while jobs wait; the tick stops
+  // when the queue is empty (so the run still ends) and restarts with it.
+  void arm_defrag_tick() {
+    if (o_.defrag_every_s <= 0 || tick_pending_ || queue_.size() == 0) return;
+    const int64_t next = now_ - now_ % o_.defrag_every_s + o_.defrag_every_s;
+    events_.push({next, 2, event_seq_++, -1, 0});
+    tick_pending_ = true;
   }
 
   void dequeue(int32_t id) {
@@ -235,6 +256,39 @@ class Simulation {
     return true;
   }
 
+  // Moves running pods to free whole GPUs, then retries the queue.
+  void defragment(int64_t now) {
+    if (running_.empty()) return;
+    PodMoveInfos infos(static_cast<size_t>(next_pod_));
+    int running_pods = 0;
+    for (int32_t id : running_) {
+      const JobState& j = jobs_[static_cast<size_t>(id)];
+      running_pods += static_cast<int>(j.bound.size());
+      if (j.pods.size() > 1)
+        for (PodId pod : j.pods) infos[index(pod)].immovable = true;
+    }
+    DefragBudget budget;
+    budget.max_moves = static_cast<int>(o_.defrag_budget_fraction * running_pods);
+    if (budget.max_moves <= 0) return;
+    DefragGoal goal;
+    goal.kind = GoalKind::kFreeGpus;
+    PlannerOptions options;
+    options.time_limit_s = 0.5;
+    const DefragPlan plan = plan_and_apply(state_, goal, budget, infos, options);
+    ++out_.defrag_runs;
+    if (plan.moves() == 0) return;
+    out_.defrag_moves += plan.moves();
+    for (const PlanStep& step : plan.steps) {
+      if (valid(step.from.node)) {
+        freed_.push_back(step.from.node);
+        touched_.push_back(step.from.node);
+      }
+      if (valid(step.to.node)) touched_.push_back(step.to.node);
+    }
+    ++changes_;
+    pass(now);
+  }
+
   void pass(int64_t now) {
     Reservation resv;
     const std::vector<int32_t> order = queue_.ordered();
@@ -285,6 +339,9 @@ class Simulation {
   int64_t event_seq_ = 0;
   int64_t changes_ = 0;
   int64_t pending_milli_ = 0;
+  int32_t next_pod_ = 0;
+  int64_t now_ = 0;
+  bool tick_pending_ = false;
   DynamicRunResult out_;
 };
 

@@ -44,6 +44,12 @@ struct DynamicOptions {
   bool preemption = false;
   std::map<std::string, int64_t> quota_gpu_milli;  // per queue name
   std::vector<TopologyLevel> levels;                // gang domain preference
+  // Every `defrag_every_s` seconds (0 = never) the defragmentation planner
+  // (defrag/planner.h, goal: whole free GPUs) moves at most
+  // `defrag_budget_fraction` of the running pods; pods of multi-pod gangs
+  // never move. Queued jobs are retried after a plan that moved anything.
+  int64_t defrag_every_s = 0;
+  double defrag_budget_fraction = 0.05;
 };
 
 struct DynamicSample {
@@ -75,6 +81,8 @@ struct DynamicRunResult {
   int preemptions = 0;      // plans applied
   int evicted_pods = 0;
   int backfilled_jobs = 0;
+  int defrag_runs = 0;      // planner invocations
+  int defrag_moves = 0;     // pods moved by them
   int64_t start_s = 0, end_s = 0;
   double mean_alloc_pct = 0;  // time-weighted over [start_s, end_s]
   double wall_seconds = 0;

@@ -172,3 +172,43 @@ TEST(DynamicSim, GeneratedGangWorkloadRunsWithInvariantsAndRackPreference) {
 
 }  // namespace
 }  // namespace gpupack
+
+namespace gpupack {
+namespace {
+
+// Spread scatters four half-GPU pods over four GPUs; a whole-GPU job then
+// cannot start until the periodic defragmentation consolidates them.
+TEST(DynamicSimDefrag, PeriodicPlannerFreesWholeGpusForQueuedJobs) {
+  const std::vector<NodeSpec> nodes = uniform_nodes(2, 2);
+  DynamicWorkload w;
+  for (int i = 0; i < 4; ++i) {
+    DynamicJob j;
+    j.name = "half-" + std::to_string(i);
+    j.submit_s = i;
+    Request r = gpus(1);
+    r.gpu_milli = 500;
+    j.members = {r};
+    j.runtime_s = 100000;
+    w.jobs.push_back(j);
+  }
+  w.jobs.push_back(job("whole", 10, 1, 1, 100, 100));
+  w.jobs.push_back(job("gang", 11, 2, 1, 100, 100));
+
+  DynamicOptions off;
+  const DynamicRunResult without = simulate(nodes, w, off, "spread");
+  EXPECT_EQ(without.defrag_moves, 0);
+  EXPECT_GE(without.jobs[4].start_s - without.jobs[4].submit_s, 100000 - 10);  // waits for a half pod to end
+
+  DynamicOptions on;
+  on.defrag_every_s = 60;
+  on.defrag_budget_fraction = 0.5;  // up to 2 of the 4 running pods
+  const DynamicRunResult with = simulate(nodes, w, on, "spread");
+  EXPECT_GE(with.defrag_runs, 1);
+  EXPECT_GE(with.defrag_moves, 1);
+  EXPECT_LE(with.defrag_moves, 2 * with.defrag_runs);
+  EXPECT_LT(with.jobs[4].start_s, 1000);  // started after the first planner run
+  EXPECT_EQ(with.never_ran, 0);
+}
+
+}  // namespace
+}  // namespace gpupack
