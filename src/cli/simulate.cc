@@ -20,6 +20,7 @@
 #include "sim/experiment.h"
 #include "sim/report.h"
 #include "sim/synthetic.h"
+#include "util/strings.h"
 
 namespace gpupack::cli {
 namespace {
@@ -78,18 +79,6 @@ std::vector<uint64_t> parse_seeds(const std::string& text) {
   return seeds;
 }
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
 class ProgressLine {
  public:
   explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
@@ -134,7 +123,7 @@ void run_simulate(const SimulateFlags& f) {
     workload_label = fmt::format("synthetic ({} pods)", spec.trace.size());
   }
   spec.trace.sort_by_name();
-  spec.policies = f.policy == "all" ? policy_names() : split_list(f.policy);
+  spec.policies = f.policy == "all" ? policy_names() : split(f.policy, ',');
   spec.seeds = parse_seeds(f.seeds);
   spec.tune = f.tune;
   spec.threads = f.threads;

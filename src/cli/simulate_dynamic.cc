@@ -19,21 +19,10 @@
 #include "sim/dynamic_report.h"
 #include "sim/dynamic_sim.h"
 #include "sim/random.h"
+#include "util/strings.h"
 
 namespace gpupack::cli {
 namespace {
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(sep, start);
-    if (end == std::string::npos) end = text.size();
-    out.push_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
 
 int64_t parse_int(const std::string& flag, const std::string& s) {
   int64_t v = 0;

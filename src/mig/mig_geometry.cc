@@ -1,5 +1,7 @@
 #include "mig/mig_geometry.h"
 
+#include "util/strings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -7,14 +9,6 @@
 
 namespace gpupack {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Start masks (bit s = memory slice s), from `nvidia-smi mig -lgipp`.
 constexpr uint8_t kStarts0to6 = 0x7F;  // {0,1,2,3,4,5,6}:1

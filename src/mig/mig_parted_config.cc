@@ -1,5 +1,7 @@
 #include "mig/mig_parted_config.h"
 
+#include "util/strings.h"
+
 #include <algorithm>
 #include <cctype>
 #include <regex>
@@ -11,14 +13,6 @@
 
 namespace gpupack {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 bool valid_pci_id(const std::string& s) {
   static const std::regex re("^0x[0-9A-Fa-f]{8}$");

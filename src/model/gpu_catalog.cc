@@ -1,18 +1,12 @@
 #include "model/gpu_catalog.h"
 
+#include "util/strings.h"
+
 #include <algorithm>
 #include <cctype>
 
 namespace gpupack {
 namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 std::vector<GpuModelSpec> builtin_models() {
   // Figures: deviceQuery output and NVIDIA data sheets, collected in

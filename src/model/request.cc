@@ -1,20 +1,13 @@
 #include "model/request.h"
 
+#include "util/strings.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
 
 namespace gpupack {
-namespace {
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-}  // namespace
 
 std::string_view to_string(GpuMode m) {
   switch (m) {

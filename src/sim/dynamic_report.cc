@@ -6,21 +6,12 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "util/files.h"
 #include <stdexcept>
 
 namespace gpupack {
 namespace {
-
-std::ofstream open_out(const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot write file", path));
-  return out;
-}
-
-void finish(std::ofstream& out, const std::string& path) {
-  out.flush();
-  if (!out) throw std::runtime_error(fmt::format("{}: write failed", path));
-}
 
 double pct(int64_t part, int64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0; }
 
@@ -137,7 +128,7 @@ std::string format_dynamic_table(const std::vector<DynamicSummary>& rows) {
 
 void write_dynamic_series_csv(const std::string& path, const std::vector<DynamicRunResult>& runs,
                               const std::vector<std::string>& labels) {
-  auto out = open_out(path);
+  auto out = open_output(path);
   out << "time_s,run,alloc_pct,frag_pct,queue_length,pending_gpu_milli,running_jobs\n";
   for (size_t r = 0; r < runs.size(); ++r) {
     for (const DynamicSample& s : runs[r].samples) {
@@ -146,7 +137,7 @@ void write_dynamic_series_csv(const std::string& path, const std::vector<Dynamic
                          s.queue_length, s.pending_milli, s.running_jobs);
     }
   }
-  finish(out, path);
+  close_output(out, path);
 }
 
 void write_dynamic_summary_json(const std::string& path, const std::vector<DynamicSummary>& rows,
@@ -181,9 +172,9 @@ void write_dynamic_summary_json(const std::string& path, const std::vector<Dynam
                   {"makespan_s", s.makespan_s},
                   {"wall_seconds", s.wall_seconds}});
   }
-  auto out = open_out(path);
+  auto out = open_output(path);
   out << j.dump(2) << "\n";
-  finish(out, path);
+  close_output(out, path);
 }
 
 void write_dynamic_svg(const std::string& path, const std::vector<DynamicRunResult>& runs,
@@ -249,9 +240,9 @@ void write_dynamic_svg(const std::string& path, const std::vector<DynamicRunResu
         labels.at(r), runs[r].mean_alloc_pct);
   }
   svg += "</svg>\n";
-  auto out = open_out(path);
+  auto out = open_output(path);
   out << svg;
-  finish(out, path);
+  close_output(out, path);
 }
 
 }  // namespace gpupack

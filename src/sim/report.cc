@@ -7,21 +7,12 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+
+#include "util/files.h"
 #include <stdexcept>
 
 namespace gpupack {
 namespace {
-
-std::ofstream open_out(const std::string& path) {
-  std::ofstream out(path, std::ios::trunc);
-  if (!out) throw std::runtime_error(fmt::format("{}: cannot write file", path));
-  return out;
-}
-
-void finish(std::ofstream& out, const std::string& path) {
-  out.flush();
-  if (!out) throw std::runtime_error(fmt::format("{}: write failed", path));
-}
 
 double at(const std::vector<double>& v, int k) { return k < static_cast<int>(v.size()) ? v[k] : NAN; }
 
@@ -106,7 +97,7 @@ std::string format_comparison_table(const std::vector<PolicySummary>& summary) {
 }
 
 void write_curves_csv(const std::string& path, const std::vector<StaticRunResult>& runs) {
-  auto out = open_out(path);
+  auto out = open_output(path);
   out << "policy,seed,arrived_pct,alloc_pct,frag_pct\n";
   for (const StaticRunResult& r : runs) {
     const Curve c = bucket_curve(r);
@@ -115,7 +106,7 @@ void write_curves_csv(const std::string& path, const std::vector<StaticRunResult
       out << fmt::format("{},{},{},{:.4f},{:.4f}\n", r.policy, r.seed, k, c.alloc_pct[k], c.frag_pct[k]);
     }
   }
-  finish(out, path);
+  close_output(out, path);
 }
 
 void write_summary_json(const std::string& path, const std::vector<StaticRunResult>& runs,
@@ -171,9 +162,9 @@ void write_summary_json(const std::string& path, const std::vector<StaticRunResu
     }
     jp[s.policy] = p;
   }
-  auto out = open_out(path);
+  auto out = open_output(path);
   out << j.dump(2) << "\n";
-  finish(out, path);
+  close_output(out, path);
 }
 
 namespace {
@@ -255,15 +246,15 @@ void write_allocation_svg(const std::string& path, const std::vector<PolicySumma
         at(summary[i].mean.alloc_pct, kMaxArrivedPct));
   }
   svg += "</svg>\n";
-  auto out = open_out(path);
+  auto out = open_output(path);
   out << svg;
-  finish(out, path);
+  close_output(out, path);
 }
 
 void write_placements_csv(const std::string& path, const std::vector<StaticRunResult>& runs,
                           const std::vector<std::string>& node_names,
                           const std::vector<std::string>& arrival_pods) {
-  auto out = open_out(path);
+  auto out = open_output(path);
   out << "policy,idx,pod,node,gpus\n";
   for (const StaticRunResult& r : runs) {
     for (size_t i = 0; i < r.placements.size(); ++i) {
@@ -278,7 +269,7 @@ void write_placements_csv(const std::string& path, const std::vector<StaticRunRe
           << (valid(a.node) ? node_names.at(index(a.node)) : "") << ',' << gpus << '\n';
     }
   }
-  finish(out, path);
+  close_output(out, path);
 }
 
 }  // namespace gpupack
