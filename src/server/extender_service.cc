@@ -270,10 +270,31 @@ ExtenderService::Fit ExtenderService::check_node_locked(int n, const K8sPod& pod
 }
 
 std::vector<int> ExtenderService::resolve_candidates_locked(const ExtenderArgs& args, std::vector<std::string>& names,
-                                                            std::map<std::string, std::string>& unresolvable) {
+                                                            std::map<std::string, std::string>& unresolvable,
+                                                            std::vector<size_t>* positions) {
   std::vector<int> idx;
   bool added = false;
-  if (args.nodes) {
+  if (args.node_texts) {
+    names.reserve(args.node_texts->size());
+    idx.reserve(args.node_texts->size());
+    if (positions) positions->reserve(args.node_texts->size());
+    for (size_t k = 0; k < args.node_texts->size(); ++k) {
+      const NodeText& node = (*args.node_texts)[k];
+      int i = node_index_locked(node.name);
+      if (i < 0) {  // a new node: read its object (rare, off the hot path)
+        std::string err;
+        i = add_node_locked(nlohmann::json::parse(node.json.begin(), node.json.end()), &err);
+        if (i < 0) {
+          unresolvable[node.name] = "node object rejected: " + err;
+          continue;
+        }
+        added = true;
+      }
+      names.push_back(node.name);
+      idx.push_back(i);
+      if (positions) positions->push_back(k);
+    }
+  } else if (args.nodes) {
     names.reserve(args.nodes->size());
     for (const nlohmann::json& obj : *args.nodes) {
       std::string name = obj.at("metadata").at("name").get<std::string>();
@@ -318,7 +339,8 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   const int pi = pod_index_locked(*pod, args.pod);
   std::vector<std::string> names;
   std::map<std::string, std::string> failed, unresolvable;
-  std::vector<int> idx = resolve_candidates_locked(args, names, unresolvable);
+  std::vector<size_t> positions;  // index in args.node_texts of each candidate
+  std::vector<int> idx = resolve_candidates_locked(args, names, unresolvable, &positions);
   std::vector<size_t> passed;  // positions in names/idx
   std::array<int, static_cast<size_t>(Dimension::kTopology) + 1> counts{};
   for (size_t k = 0; k < idx.size(); ++k) {
@@ -344,7 +366,13 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   // The reply in the request's form, survivors in request order (what
   // make_filter_result() does, without its name set: this is the hot path).
   ExtenderFilterResult out;
-  if (args.nodes) {
+  if (args.node_texts) {
+    std::vector<std::string_view> items;
+    items.reserve(passed.size());
+    for (size_t k : passed) items.push_back((*args.node_texts)[positions[k]].json);
+    out.node_texts = std::move(items);
+    out.source = args.source;
+  } else if (args.nodes) {
     std::unordered_map<std::string_view, const nlohmann::json*> objects;
     objects.reserve(args.nodes->size());
     for (const nlohmann::json& obj : *args.nodes)

@@ -168,8 +168,11 @@ class ExtenderService {
                         const std::map<std::string, int64_t>* mig_override = nullptr) const;
   uint32_t choose_gpus_locked(int node, const K8sPod& pod, const Request& req);
   void charge_locked(PodEntry& e, int sign);
+  // Candidate node indices in request order, their names, and (for
+  // node_texts requests) each one's position in args.node_texts.
   std::vector<int> resolve_candidates_locked(const ExtenderArgs& args, std::vector<std::string>& names,
-                                             std::map<std::string, std::string>& unresolvable);
+                                             std::map<std::string, std::string>& unresolvable,
+                                             std::vector<size_t>* positions = nullptr);
 
   mutable std::mutex mu_;
   std::string policy_name_;

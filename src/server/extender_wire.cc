@@ -282,6 +282,9 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 std::vector<std::string> ExtenderArgs::candidate_names() const {
   if (node_names) return *node_names;
   std::vector<std::string> out;
+  if (node_texts) {
+    for (const auto& n : *node_texts) out.push_back(n.name);
+  }
   if (nodes) {
     for (const auto& n : *nodes) out.push_back(node_name_of(n));
   }
@@ -372,26 +375,144 @@ WireResult<ExtenderPreemptionResult> parse_extender_preemption_result(std::strin
   });
 }
 
+namespace {
+
+std::vector<json> node_objects(const std::vector<std::string_view>& texts) {
+  std::vector<json> out;
+  out.reserve(texts.size());
+  for (std::string_view t : texts) out.push_back(json::parse(t.begin(), t.end()));
+  return out;
+}
+
+}  // namespace
+
 std::string to_json_text(const ExtenderArgs& v) {
+  json nodes(nullptr);
+  if (v.nodes) nodes = node_list_json(*v.nodes);
+  if (v.node_texts) {
+    std::vector<std::string_view> texts;
+    for (const auto& n : *v.node_texts) texts.push_back(n.json);
+    nodes = node_list_json(node_objects(texts));
+  }
   json j = {{"Pod", v.pod},
-            {"Nodes", v.nodes ? node_list_json(*v.nodes) : json(nullptr)},
+            {"Nodes", nodes},
             {"NodeNames", names_json(v.node_names)}};
   return dump(j);
 }
 
+namespace {
+
+void append_string_map(std::string& out, const std::map<std::string, std::string>& m) {
+  out += '{';
+  bool first = true;
+  for (const auto& [k, v] : m) {
+    if (!first) out += ',';
+    first = false;
+    append_json_string(out, k);
+    out += ':';
+    append_json_string(out, v);
+  }
+  out += '}';
+}
+
+}  // namespace
+
+// Keys in the order nlohmann's sorted objects print them.
 std::string to_json_text(const ExtenderFilterResult& v) {
-  json j = {{"Nodes", v.nodes ? node_list_json(*v.nodes) : json(nullptr)},
-            {"NodeNames", names_json(v.node_names)},
-            {"FailedNodes", v.failed_nodes},
-            {"FailedAndUnresolvableNodes", v.failed_and_unresolvable_nodes},
-            {"Error", v.error}};
-  return dump(j);
+  std::string out;
+  size_t reserve = 256;
+  if (v.node_texts)
+    for (std::string_view t : *v.node_texts) reserve += t.size() + 1;
+  if (v.node_names)
+    for (const auto& n : *v.node_names) reserve += n.size() + 3;
+  for (const auto& [k, m] : v.failed_nodes) reserve += k.size() + m.size() + 6;
+  for (const auto& [k, m] : v.failed_and_unresolvable_nodes) reserve += k.size() + m.size() + 6;
+  out.reserve(reserve);
+  out += "{\"Error\":";
+  append_json_string(out, v.error);
+  out += ",\"FailedAndUnresolvableNodes\":";
+  append_string_map(out, v.failed_and_unresolvable_nodes);
+  out += ",\"FailedNodes\":";
+  append_string_map(out, v.failed_nodes);
+  out += ",\"NodeNames\":";
+  if (v.node_names) {
+    out += '[';
+    for (size_t i = 0; i < v.node_names->size(); ++i) {
+      if (i) out += ',';
+      append_json_string(out, (*v.node_names)[i]);
+    }
+    out += ']';
+  } else {
+    out += "null";
+  }
+  out += ",\"Nodes\":";
+  if (v.node_texts) {
+    out += "{\"items\":[";
+    for (size_t i = 0; i < v.node_texts->size(); ++i) {
+      if (i) out += ',';
+      out += (*v.node_texts)[i];
+    }
+    out += "],\"metadata\":{}}";
+  } else if (v.nodes) {
+    out += dump(node_list_json(*v.nodes));
+  } else {
+    out += "null";
+  }
+  out += '}';
+  return out;
 }
 
 std::string to_json_text(const HostPriorityList& v) {
-  json j = json::array();
-  for (const auto& h : v) j.push_back({{"Host", h.host}, {"Score", h.score}});
-  return dump(j);
+  std::string out;
+  size_t reserve = 2;
+  for (const auto& h : v) reserve += h.host.size() + 32;
+  out.reserve(reserve);
+  out += '[';
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += "{\"Host\":";
+    append_json_string(out, v[i].host);
+    out += ",\"Score\":";
+    out += std::to_string(v[i].score);
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  const size_t start = out.size();
+  out += '"';
+  size_t plain = 0;  // start of the pending run of bytes copied as they are
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) continue;
+    if (c >= 0x80) {
+      // Multi-byte UTF-8 (rare in names): nlohmann writes the whole string,
+      // replacing invalid sequences.
+      out.resize(start);
+      out += json(std::string(s)).dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+    }
+    out.append(s.data() + plain, i - plain);
+    plain = i + 1;
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xf];
+    }
+  }
+  out.append(s.data() + plain, s.size() - plain);
+  out += '"';
 }
 
 std::string to_json_text(const ExtenderBindingArgs& v) {
@@ -428,7 +549,14 @@ ExtenderFilterResult make_filter_result(const ExtenderArgs& args, const std::vec
                                         std::map<std::string, std::string> failed_unresolvable) {
   std::set<std::string, std::less<>> keep(passed.begin(), passed.end());
   ExtenderFilterResult r;
-  if (args.nodes) {
+  if (args.node_texts) {
+    std::vector<std::string_view> items;
+    for (const auto& n : *args.node_texts) {
+      if (keep.count(n.name) != 0) items.push_back(n.json);
+    }
+    r.node_texts = std::move(items);
+    r.source = args.source;
+  } else if (args.nodes) {
     std::vector<json> items;
     for (const auto& n : *args.nodes) {
       if (keep.count(node_name_of(n)) != 0) items.push_back(n);

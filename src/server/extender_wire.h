@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,17 +58,31 @@ class WireResult {
   std::variant<T, WireError> v_;
 };
 
+// A v1.Node item kept as its JSON text (see extender_args_fast.h).
+struct NodeText {
+  std::string name;       // metadata.name
+  std::string_view json;  // the object's exact text, a view into the owner's `source`
+};
+
 // Filter and prioritize request.
 struct ExtenderArgs {
   nlohmann::json pod;                                // v1.Pod
   std::optional<std::vector<nlohmann::json>> nodes;  // v1.NodeList items (nodeCacheCapable false)
   std::optional<std::vector<std::string>> node_names;  // nodeCacheCapable true
+  // The fast parser's form of `nodes` (then nullopt): items as JSON text.
+  std::optional<std::vector<NodeText>> node_texts;
+  std::shared_ptr<const std::string> source;  // owns the text node_texts views
+  bool has_nodes() const { return nodes.has_value() || node_texts.has_value(); }
   // The candidate node names from whichever form was sent, in order.
   std::vector<std::string> candidate_names() const;
 };
 
 struct ExtenderFilterResult {
   std::optional<std::vector<nlohmann::json>> nodes;  // survivors as Node objects
+  // Survivors as Node JSON text (when the request came as node_texts);
+  // serialised exactly like `nodes`. Views into `source`.
+  std::optional<std::vector<std::string_view>> node_texts;
+  std::shared_ptr<const std::string> source;
   std::optional<std::vector<std::string>> node_names;  // survivors as names
   std::map<std::string, std::string> failed_nodes;
   std::map<std::string, std::string> failed_and_unresolvable_nodes;
@@ -124,6 +139,8 @@ WireResult<ExtenderPreemptionArgs> parse_extender_preemption_args(std::string_vi
 WireResult<ExtenderPreemptionResult> parse_extender_preemption_result(std::string_view body);
 
 // --- serialising (compact JSON text) ---
+// The filter and prioritize replies are written directly (no DOM); they
+// parse to the same JSON as the nlohmann form (see append_json_string()).
 std::string to_json_text(const ExtenderArgs& v);
 std::string to_json_text(const ExtenderFilterResult& v);
 std::string to_json_text(const HostPriorityList& v);
@@ -139,6 +156,10 @@ std::string to_json_text(const ExtenderPreemptionResult& v);
 ExtenderFilterResult make_filter_result(const ExtenderArgs& args, const std::vector<std::string>& passed,
                                         std::map<std::string, std::string> failed,
                                         std::map<std::string, std::string> failed_unresolvable);
+
+// Appends `s` as a JSON string literal (quotes included), escaped as
+// nlohmann::json::dump does (invalid UTF-8 replaced by U+FFFD).
+void append_json_string(std::string& out, std::string_view s);
 
 // Scores mapped to 0..10 (values outside are clamped).
 HostPriorityList clamp_scores(HostPriorityList list);

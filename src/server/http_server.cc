@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include "server/httplib_config.h"
+#include "server/extender_args_fast.h"
 
 #include <chrono>
 #include <stdexcept>
@@ -99,21 +100,21 @@ void HttpServer::install_routes() {
     });
   };
   route("filter", [this](const std::string& body, std::string* error) -> std::string {
-    auto args = parse_extender_args(body);
+    auto args = parse_extender_args_fast(body);
     if (!args) {
       *error = args.error().what();
       return "";
     }
     ExtenderFilterResult r = service_.filter(args.value());
     if (!r.error.empty() && r.failed_nodes.empty() && r.failed_and_unresolvable_nodes.empty() && !r.nodes &&
-        !r.node_names) {
+        !r.node_texts && !r.node_names) {
       *error = r.error;  // the pod itself was rejected: a client error
       return "";
     }
     return to_json_text(r);
   });
   route("prioritize", [this](const std::string& body, std::string* error) -> std::string {
-    auto args = parse_extender_args(body);
+    auto args = parse_extender_args_fast(body);
     if (!args) {
       *error = args.error().what();
       return "";

@@ -11,6 +11,7 @@
 
 #include "io/dcgm.h"
 #include "io/kubectl.h"
+#include "server/extender_args_fast.h"
 #include "server/extender_wire.h"
 
 namespace {
@@ -51,6 +52,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto f = make_filter_result(args.value(), names, {}, {});
       if (!parse_extender_filter_result(to_json_text(f)).ok()) std::abort();
     }
+  }
+  // The simdjson reader: never crashes, errors say something, and what it
+  // accepts the reference accepts with the same candidates; a filter reply
+  // spliced from its node text parses.
+  auto fast = parse_extender_args_fast(body);
+  if (!fast.ok()) {
+    if (fast.error().message.empty()) std::abort();
+  } else {
+    if (!args.ok() || args.value().candidate_names() != fast.value().candidate_names()) std::abort();
+    if (args.value().pod != fast.value().pod) std::abort();
+    auto names = fast.value().candidate_names();
+    auto f = make_filter_result(fast.value(), names, {}, {});
+    if (!parse_extender_filter_result(to_json_text(f)).ok()) std::abort();
+    if (!parse_extender_args(to_json_text(fast.value())).ok()) std::abort();
   }
   round_trip(parse_extender_filter_result(body), [](const std::string& s) { return parse_extender_filter_result(s); });
   round_trip(parse_host_priority_list(body), [](const std::string& s) { return parse_host_priority_list(s); });

@@ -21,16 +21,18 @@ bin="$work/extender_fuzz"
 sources=(
   "$here/extender_fuzz.cc"
   "$root/src/server/extender_wire.cc"
+  "$root/src/server/extender_args_fast.cc"
   "$root/src/io/kubectl.cc"
   "$root/src/io/quantity.cc"
   "$root/src/io/dcgm.cc"
   "$root"/src/model/*.cc
+  "$root"/src/mig/*.cc
 )
 newest_src=$(ls -t "${sources[@]}" "$root"/src/server/*.h "$root"/src/io/*.h "$root"/src/model/*.h "$0" | head -1)
 if [ ! -x "$bin" ] || [ "$newest_src" -nt "$bin" ]; then
   echo "run.sh: building $bin"
   "$CXX" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I "$root/src" "${sources[@]}" -lfmt -o "$bin"
+    -I "$root/src" "${sources[@]}" -lfmt -lsimdjson -lyaml-cpp -o "$bin"
 fi
 
 # Seeds: the checked-in bodies, plus the real captures when present.

@@ -204,3 +204,44 @@ TEST(ExtenderWire, HostileNumbersAndNesting) {
 
 }  // namespace
 }  // namespace gpupack
+
+namespace gpupack {
+namespace {
+
+// The hand-written filter and prioritize replies parse to exactly what
+// nlohmann writes for them, names needing escapes included.
+TEST(ExtenderWireWriter, RepliesMatchNlohmannForm) {
+  using nlohmann::json;
+  const std::vector<std::string> names = {"plain", "q\"uote", "back\\slash", "ctl\n\t\x01\x1f", "\u00e9\u4e2d\U0001F600",
+                                          std::string("bad\xff\xfeutf8"), ""};
+  ExtenderFilterResult f;
+  f.node_names = names;
+  for (const auto& n : names) {
+    f.failed_nodes[n + "-f"] = "why \"" + n + "\"";
+    f.failed_and_unresolvable_nodes[n + "-u"] = n;
+  }
+  f.error = "err\r\n";
+  auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+  json want = {{"Nodes", nullptr}, {"NodeNames", names}, {"FailedNodes", f.failed_nodes},
+               {"FailedAndUnresolvableNodes", f.failed_and_unresolvable_nodes}, {"Error", f.error}};
+  EXPECT_EQ(json::parse(to_json_text(f)), json::parse(dump(want)));
+  EXPECT_EQ(to_json_text(f), dump(want));  // same bytes, too (sorted keys, compact)
+
+  ExtenderFilterResult empty;
+  EXPECT_EQ(to_json_text(empty), dump({{"Nodes", nullptr}, {"NodeNames", nullptr}, {"FailedNodes", json::object()},
+                                       {"FailedAndUnresolvableNodes", json::object()}, {"Error", ""}}));
+
+  HostPriorityList h;
+  json hw = json::array();
+  int64_t score = 0;
+  for (const auto& n : names) {
+    h.push_back({n, score});
+    hw.push_back({{"Host", n}, {"Score", score}});
+    score = score == 0 ? 10 : -3;
+  }
+  EXPECT_EQ(to_json_text(h), dump(hw));
+  EXPECT_EQ(to_json_text(HostPriorityList{}), "[]");
+}
+
+}  // namespace
+}  // namespace gpupack

@@ -1,0 +1,30 @@
+// Fast reader of the extender's filter / prioritize request (ExtenderArgs)
+// for large node lists, on simdjson's On-Demand API.
+//
+// Contract:
+// - parse_extender_args_fast(body) accepts and rejects the same bodies as
+//   parse_extender_args() (the nlohmann reference in extender_wire.h) and
+//   gives the same meaning: the same Pod object, the same candidate names in
+//   order, and the same node objects. Key matching is the reference's: an
+//   exact key first, else one differing only in case; the last duplicate wins.
+// - Full Nodes form: instead of `nodes`, it fills `node_texts` with each
+//   item's metadata.name and its exact JSON text (views into `source`, which
+//   the result owns), so that filter replies can splice the text back without
+//   re-serialising. NodeNames form: `node_names` as the reference does.
+// - Every value of the body is read and checked (strings, numbers, literals,
+//   nesting up to kMaxJsonDepth, UTF-8), so malformed JSON anywhere is a
+//   WireError naming the JSON path where it was found; never throws, never
+//   crashes on any input.
+// - Thread-safe (one parser per thread, reused). Cost: one copy of the body
+//   plus a linear scan; no DOM is built.
+#pragma once
+
+#include <string_view>
+
+#include "server/extender_wire.h"
+
+namespace gpupack {
+
+WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body);
+
+}  // namespace gpupack

@@ -1,0 +1,176 @@
+#include "server/extender_args_fast.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace gpupack {
+namespace {
+
+using nlohmann::json;
+
+std::string read_capture(const char* file) {
+  std::ifstream in(std::string(GPUPACK_SHARED_DIR) + "/reference/extender-captures/" + file, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+json node(const std::string& name) {
+  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}}}},
+          {"status", {{"allocatable", {{"cpu", "96"}, {"memory", "512Gi"}, {"nvidia.com/gpu", "8"}}}}}};
+}
+
+json pod() {
+  return {{"metadata", {{"name", "p"}, {"namespace", "ns"}, {"annotations", {{"gpupack.io/gpu-milli", "500"}}}}},
+          {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}}}}};
+}
+
+// Both readers accept `body` and mean the same: Pod, names, node objects.
+void expect_same_meaning(const std::string& body) {
+  SCOPED_TRACE(body.substr(0, 200));
+  auto ref = parse_extender_args(body);
+  auto fast = parse_extender_args_fast(body);
+  ASSERT_TRUE(ref.ok()) << ref.error().what();
+  ASSERT_TRUE(fast.ok()) << fast.error().what();
+  EXPECT_EQ(ref.value().pod, fast.value().pod);
+  EXPECT_EQ(ref.value().candidate_names(), fast.value().candidate_names());
+  EXPECT_EQ(ref.value().node_names, fast.value().node_names);
+  EXPECT_EQ(ref.value().nodes.has_value(), fast.value().node_texts.has_value());
+  EXPECT_FALSE(fast.value().nodes.has_value());
+  if (ref.value().nodes && fast.value().node_texts) {
+    ASSERT_EQ(ref.value().nodes->size(), fast.value().node_texts->size());
+    for (size_t i = 0; i < ref.value().nodes->size(); ++i) {
+      const std::string_view text = (*fast.value().node_texts)[i].json;
+      EXPECT_EQ((*ref.value().nodes)[i], json::parse(text.begin(), text.end())) << i;
+    }
+  }
+  // The request written back out is the same JSON.
+  EXPECT_EQ(json::parse(to_json_text(ref.value())), json::parse(to_json_text(fast.value())));
+}
+
+TEST(ExtenderArgsFast, RecordedCapturesMeanTheSame) {
+  for (const char* file : {"filter-request-full-nodes.json", "prioritize-request-full-nodes.json"}) {
+    const std::string body = read_capture(file);
+    ASSERT_FALSE(body.empty()) << file;
+    expect_same_meaning(body);
+  }
+}
+
+TEST(ExtenderArgsFast, GeneratedBodiesMeanTheSame) {
+  std::vector<json> nodes;
+  std::vector<std::string> names;
+  for (int i = 0; i < 50; ++i) {
+    names.push_back("node-" + std::to_string(i));
+    nodes.push_back(node(names.back()));
+  }
+  nodes.push_back(node("we\"ird\\name\n\u00e9\u4e2d"));
+  names.push_back("we\"ird\\name\n\u00e9\u4e2d");
+  expect_same_meaning(json{{"Pod", pod()}, {"Nodes", {{"metadata", json::object()}, {"items", nodes}}},
+                           {"NodeNames", nullptr}}
+                          .dump());
+  expect_same_meaning(json{{"Pod", pod()}, {"Nodes", nullptr}, {"NodeNames", names}}.dump());
+  expect_same_meaning(json{{"Pod", pod()}, {"NodeNames", names}}.dump(2));  // pretty-printed
+  expect_same_meaning(json{{"Pod", pod()}, {"Nodes", {{"items", nullptr}}}}.dump());
+  expect_same_meaning(json{{"Pod", pod()}, {"Nodes", {{"items", json::array()}}}}.dump());
+  // Keys differing only in case, exact keys preferred, last duplicate wins.
+  expect_same_meaning(R"({"pod":{"metadata":{"name":"a"}},"nodenames":["x"],"NODES":null})");
+  expect_same_meaning(R"({"POD":{"metadata":{"name":"a"}},"pod":{"metadata":{"name":"b"}},"NodeNames":["x"]})");
+  expect_same_meaning(R"({"pod":{"metadata":{"name":"a"}},"Pod":{"metadata":{"name":"b"}},"NodeNames":["x"]})");
+  expect_same_meaning(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"NodeNames":["y","z"]})");
+  expect_same_meaning(
+      R"({"Pod":{"Metadata":{"NAME":"a"}},"Nodes":{"Items":[{"METADATA":{"Name":"n1"},"x":[1,2.5e3,true,null]}]}})");
+  // Numbers beyond int64 are fine where nothing reads them.
+  expect_same_meaning(
+      R"({"Pod":{"metadata":{"name":"a"},"x":123456789012345678901234567890},"NodeNames":[]})");
+}
+
+// Hostile bodies: both readers reject; the fast one names the same field
+// for protocol errors and gives a message.
+TEST(ExtenderArgsFast, HostileBodiesAreRejectedCleanly) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", ""},
+      {"{", ""},
+      {"[]", "body"},
+      {"42", "body"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"]} trailing)", ""},
+      {R"({"NodeNames":["x"]})", "Pod"},
+      {R"({"Pod":null,"NodeNames":["x"]})", "Pod"},
+      {R"({"Pod":"x","NodeNames":["x"]})", "Pod"},
+      {R"({"Pod":{"metadata":{}},"NodeNames":["x"]})", "Pod.metadata.name"},
+      {R"({"Pod":{"metadata":{"name":""}},"NodeNames":["x"]})", "Pod.metadata.name"},
+      {R"({"Pod":{"metadata":{"name":5}},"NodeNames":["x"]})", "Pod.metadata.name"},
+      {R"({"Pod":{"metadata":{"name":"a"}}})", "Nodes"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":"x"})", "NodeNames"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x",7]})", "NodeNames[1]"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":[]})", "Nodes"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":{}}})", "Nodes.items"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":{"name":"n"}},3]}})", "Nodes.items[1]"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"spec":{}}]}})", "Nodes.items[0].metadata"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":[]}]}})", "Nodes.items[0].metadata"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":{"name":null}}]}})",
+       "Nodes.items[0].metadata.name"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":{"name":""}}]}})",
+       "Nodes.items[0].metadata.name"},
+      // Malformed content anywhere, even where nothing reads it.
+      {R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"other":[1 2]})", "?"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":{"name":"n"},"x":tru}]}})", "?"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":{"name":"n"},"x":1e999}]}})", "?"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":{"name":"n"},"x":"\q"}]}})", "?"},
+      {R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"y":01})", "?"},
+      {std::string(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x)") + "\xff\xfe" + R"("]})", "?"},
+      {std::string(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"d":)") + std::string(200, '[') +
+           std::string(200, ']') + "}",
+       ""},
+      {std::string(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"d":)") + std::string(100000, '['),
+       "?"},
+  };
+  for (const auto& [body, field] : cases) {
+    SCOPED_TRACE(body.substr(0, 120));
+    auto ref = parse_extender_args(body);
+    auto fast = parse_extender_args_fast(body);
+    EXPECT_FALSE(ref.ok());
+    ASSERT_FALSE(fast.ok());
+    EXPECT_FALSE(fast.error().message.empty());
+    if (field != "?") {
+      EXPECT_EQ(fast.error().field, field) << fast.error().what();
+      EXPECT_EQ(ref.error().field, field) << ref.error().what();
+    }
+  }
+}
+
+// Malformed JSON is reported where it was found.
+TEST(ExtenderArgsFast, MalformedJsonNamesThePath) {
+  auto r = parse_extender_args_fast(
+      R"({"Pod":{"metadata":{"name":"a"}},"Nodes":{"items":[{"metadata":{"name":"n"}},{"metadata":{"name":"m"},"status":{"x":tru}}]}})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().field, "Nodes.items[1].status.x") << r.error().what();
+  EXPECT_NE(r.error().message.find("malformed JSON"), std::string::npos);
+}
+
+// The filter reply spliced from node text is the same JSON as the reply
+// built from node objects.
+TEST(ExtenderArgsFast, SplicedFilterReplyEqualsObjectReply) {
+  std::vector<json> nodes;
+  for (const char* n : {"a", "b\"q", "c\\d", "\u00e9t\u00e9"}) nodes.push_back(node(n));
+  const std::string body =
+      json{{"Pod", pod()}, {"Nodes", {{"metadata", json::object()}, {"items", nodes}}}}.dump(1);
+  auto ref = parse_extender_args(body);
+  auto fast = parse_extender_args_fast(body);
+  ASSERT_TRUE(ref.ok() && fast.ok());
+  const std::vector<std::string> passed = {"c\\d", "a", "\u00e9t\u00e9"};
+  std::map<std::string, std::string> failed = {{"b\"q", "gpu_milli: \"no\"\ttab\x01"}};
+  auto r1 = make_filter_result(ref.value(), passed, failed, {{"x", "y"}});
+  auto r2 = make_filter_result(fast.value(), passed, failed, {{"x", "y"}});
+  ASSERT_TRUE(r2.node_texts.has_value());
+  EXPECT_EQ(r2.node_texts->size(), 3u);
+  const json j1 = json::parse(to_json_text(r1));
+  EXPECT_EQ(j1, json::parse(to_json_text(r2)));
+  EXPECT_EQ(j1["Nodes"]["items"][0]["metadata"]["name"], "a");  // request order
+  EXPECT_TRUE(parse_extender_filter_result(to_json_text(r2)).ok());
+}
+
+}  // namespace
+}  // namespace gpupack
