@@ -27,8 +27,9 @@ sources=(
   "$root/src/io/dcgm.cc"
   "$root"/src/model/*.cc
   "$root"/src/mig/*.cc
+  "$root"/src/util/*.cc
 )
-newest_src=$(ls -t "${sources[@]}" "$root"/src/server/*.h "$root"/src/io/*.h "$root"/src/model/*.h "$0" | head -1)
+newest_src=$(ls -t "${sources[@]}" "$root"/src/server/*.h "$root"/src/io/*.h "$root"/src/model/*.h "$root"/src/util/*.h "$0" | head -1)
 if [ ! -x "$bin" ] || [ "$newest_src" -nt "$bin" ]; then
   echo "run.sh: building $bin"
   "$CXX" -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
