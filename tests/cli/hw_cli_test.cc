@@ -1,4 +1,5 @@
 // End-to-end: simulate with --cluster/--workload, mig-plan, hw-experiment.
+#include "support/cli_runner.h"
 #include <gtest/gtest.h>
 
 #include <array>
@@ -11,26 +12,14 @@
 
 namespace {
 
-struct RunResult {
-  int exit_code;
-  std::string output;
-};
-
-RunResult run(const std::string& args) {
-  const std::string cmd = std::string(GPUPACK_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
-}
+using gpupack::testing::RunResult;
+using gpupack::testing::run_gpupack;
 
 const std::string kEx = std::string(GPUPACK_SOURCE_DIR) + "/examples/hardware/";
 
 TEST(HwCli, SimulateAcceptsClusterYamlAndWorkloadFiles) {
   for (const char* w : {"workload.yaml", "workload.csv"}) {
-    const RunResult r = run("simulate --cluster " + kEx + "cluster.yaml --workload " + kEx + w +
+    const RunResult r = run_gpupack("simulate --cluster " + kEx + "cluster.yaml --workload " + kEx + w +
                             " --policy fgd,bestfit,firstfit --tune 0.5 --quiet --threads 1");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("fgd"), std::string::npos) << r.output;
@@ -42,10 +31,10 @@ TEST(HwCli, SimulateRejectsBadHardwareInput) {
   std::filesystem::create_directories(dir);
   const std::string bad = (dir / "bad.yaml").string();
   std::ofstream(bad) << "pods:\n  - {name: a, num_gpu: 1, gpu_milli: 2000}\n";
-  const RunResult r = run("simulate --cluster " + kEx + "cluster.yaml --workload " + bad + " --quiet");
+  const RunResult r = run_gpupack("simulate --cluster " + kEx + "cluster.yaml --workload " + bad + " --quiet");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.output.find("bad.yaml:2"), std::string::npos) << r.output;
-  const RunResult both = run("simulate --cluster " + kEx + "cluster.yaml --nodes x.csv --workload " + bad);
+  const RunResult both = run_gpupack("simulate --cluster " + kEx + "cluster.yaml --nodes x.csv --workload " + bad);
   EXPECT_NE(both.exit_code, 0);
 }
 
@@ -53,7 +42,7 @@ TEST(HwCli, MigPlanWritesAValidConfigAndLabels) {
   const auto dir = std::filesystem::temp_directory_path() / "gpupack_hw_cli";
   std::filesystem::create_directories(dir);
   const std::string cfg = (dir / "mig.yaml").string(), labels = (dir / "labels.txt").string();
-  const RunResult r = run("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx + "demand.yaml --config-out " +
+  const RunResult r = run_gpupack("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx + "demand.yaml --config-out " +
                           cfg + " --labels-out " + labels);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("GPUs changed"), std::string::npos) << r.output;
@@ -62,12 +51,12 @@ TEST(HwCli, MigPlanWritesAValidConfigAndLabels) {
   lab << std::ifstream(labels).rdbuf();
   EXPECT_TRUE(gpupack::validate_mig_parted_config(yaml.str()).empty()) << yaml.str();
   EXPECT_NE(lab.str().find("nvidia.com/mig.config=gpupack-"), std::string::npos) << lab.str();
-  const RunResult bad = run("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx + "workload.yaml");
+  const RunResult bad = run_gpupack("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx + "workload.yaml");
   EXPECT_NE(bad.exit_code, 0);
 }
 
 TEST(HwCli, HwExperimentPrintsTheTable) {
-  const RunResult r = run("hw-experiment --nodes 10 --pods 150");
+  const RunResult r = run_gpupack("hw-experiment --nodes 10 --pods 150");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("mig-aware"), std::string::npos);
   EXPECT_NE(r.output.find("first-free"), std::string::npos);

@@ -1,5 +1,6 @@
 // End-to-end: `gpupack simulate --mode dynamic` on a generated gang workload
 // and on a small openb-format trace with creation/deletion times.
+#include "support/cli_runner.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -12,27 +13,10 @@
 
 namespace {
 
-struct RunResult {
-  int exit_code;
-  std::string output;
-};
-
-RunResult run(const std::string& args) {
-  const std::string cmd = std::string(GPUPACK_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (size_t n = fread(buf.data(), 1, buf.size(), pipe)) out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  return {WEXITSTATUS(status), out};
-}
-
-std::string temp_dir(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / ("gpupack_dyn_cli_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir.string();
-}
+using gpupack::testing::RunResult;
+using gpupack::testing::run_gpupack;
+using gpupack::testing::fresh_temp_dir;
+using gpupack::testing::read_file;
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -40,9 +24,9 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 TEST(SimulateDynamicCli, GeneratedGangsWithBackfillWriteSeriesSummaryAndChart) {
-  const std::string out = temp_dir("gangs");
+  const std::string out = fresh_temp_dir("dyn_cli_gangs");
   const RunResult r =
-      run("simulate --mode dynamic --jobs 150 --gang-nodes 16 --backfill --policy fgd --out " + out);
+      run_gpupack("simulate --mode dynamic --jobs 150 --gang-nodes 16 --backfill --policy fgd --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("fgd+backfill"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("wait p99"));
@@ -63,7 +47,7 @@ TEST(SimulateDynamicCli, GeneratedGangsWithBackfillWriteSeriesSummaryAndChart) {
 }
 
 TEST(SimulateDynamicCli, OpenbTimestampsDriveArrivalsAndDepartures) {
-  const std::string dir = temp_dir("openb");
+  const std::string dir = fresh_temp_dir("dyn_cli_openb");
   std::ofstream(dir + "/nodes.csv") << "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,1,T4\n";
   // p2 arrives while p1 holds the only GPU and must wait until p1 leaves at t=100.
   std::ofstream(dir + "/pods.csv")
@@ -71,7 +55,7 @@ TEST(SimulateDynamicCli, OpenbTimestampsDriveArrivalsAndDepartures) {
          "scheduled_time\n"
          "p1,1000,10,1,1000,,LS,Running,0,100,0\n"
          "p2,1000,10,1,1000,,LS,Running,10,50,10\n";
-  const RunResult r = run("simulate --mode dynamic --nodes " + dir + "/nodes.csv --pods " + dir +
+  const RunResult r = run_gpupack("simulate --mode dynamic --nodes " + dir + "/nodes.csv --pods " + dir +
                           "/pods.csv --policy bestfit --out " + dir + "/out");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto run0 = read_json(dir + "/out/summary.json")["runs"][0];
@@ -80,10 +64,10 @@ TEST(SimulateDynamicCli, OpenbTimestampsDriveArrivalsAndDepartures) {
 }
 
 TEST(SimulateDynamicCli, BadFlagsAreReported) {
-  RunResult r = run("simulate --mode dynamic --quota team-a --jobs 10");
+  RunResult r = run_gpupack("simulate --mode dynamic --quota team-a --jobs 10");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, ::testing::HasSubstr("--quota"));
-  r = run("simulate --mode sideways");
+  r = run_gpupack("simulate --mode sideways");
   EXPECT_NE(r.exit_code, 0);
 }
 
