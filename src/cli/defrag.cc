@@ -6,8 +6,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
-#include "defrag/descheduler.h"
-#include "defrag/planner.h"
+#include "defrag/methods.h"
 #include "defrag/plan_writers.h"
 #include "defrag/snapshot.h"
 #include "policy/registry.h"
@@ -52,22 +51,11 @@ void run_defrag(const DefragFlags& f) {
   budget.max_cost = f.max_cost;
   budget.max_unavailable = snap.max_unavailable;
 
-  DefragPlan plan;
-  if (f.method == "planner") {
-    PlannerOptions opt;
-    opt.time_limit_s = f.time_limit;
-    opt.local_search = !f.no_local_search;
-    plan = plan_defrag(snap.state, goal, budget, snap.infos, opt);
-  } else if (f.method == "high-node-utilization" || f.method == "low-node-utilization") {
-    auto policy = make_policy(f.policy, {42, goal.target});
-    DeschedulerOptions opt;
-    opt.strategy = f.method == "high-node-utilization" ? DeschedulerStrategy::kHighNodeUtilization
-                                                       : DeschedulerStrategy::kLowNodeUtilization;
-    plan = plan_descheduler(snap.state, goal, budget, snap.infos, *policy, {}, opt);
-  } else {
-    throw std::invalid_argument(fmt::format(
-        "--method '{}': expected planner, high-node-utilization or low-node-utilization", f.method));
-  }
+  PlannerOptions opt;
+  opt.time_limit_s = f.time_limit;
+  opt.local_search = !f.no_local_search;
+  auto policy = make_policy(f.policy, {42, goal.target});
+  const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
 
   std::string text;
   if (f.format == "table") text = format_plan_table(plan, snap.state, snap.infos);

@@ -5,8 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "defrag/descheduler.h"
-#include "defrag/planner.h"
+#include "defrag/methods.h"
 
 namespace gpupack {
 
@@ -40,22 +39,10 @@ StaticDefragResult defrag_after_arrivals(ClusterState& state, std::span<const Re
   r.free_gpus_before = before.free_gpus;
   r.free_nodes_before = before.free_nodes;
 
-  DefragPlan plan;
-  if (spec.method == "planner") {
-    PlannerOptions opt;
-    opt.time_limit_s = spec.time_limit_s;
-    plan = plan_and_apply(state, goal, budget, infos, opt);
-  } else if (spec.method == "high-node-utilization" || spec.method == "low-node-utilization") {
-    DeschedulerOptions opt;
-    opt.strategy = spec.method == "high-node-utilization" ? DeschedulerStrategy::kHighNodeUtilization
-                                                          : DeschedulerStrategy::kLowNodeUtilization;
-    plan = plan_descheduler(state, goal, budget, infos, policy, node_rank, opt);
-    apply_plan(state, plan);
-  } else {
-    throw std::invalid_argument(fmt::format("unknown defrag method '{}' (known: planner, high-node-utilization, "
-                                            "low-node-utilization)",
-                                            spec.method));
-  }
+  PlannerOptions opt;
+  opt.time_limit_s = spec.time_limit_s;
+  const DefragPlan plan = plan_by_method(spec.method, state, goal, budget, infos, policy, node_rank, opt);
+  apply_plan(state, plan);
   r.moves = plan.moves();
   r.plan_seconds = plan.plan_seconds;
   r.admitted_pods = plan.steps.empty() ? 0 : plan.steps.back().after.admitted_pods;
