@@ -27,9 +27,7 @@ std::string MigGpuState::check_profile(int profile) const {
   return {};
 }
 
-std::string MigGpuState::why_not_anywhere(int profile) const {
-  if (auto bad = check_profile(profile); !bad.empty()) return bad;
-  const MigProfile& p = geo_->profiles[profile];
+std::string MigGpuState::budget_refusal(const MigProfile& p, int profile) const {
   if (counts_[profile] >= p.max_instances) {
     return fmt::format("{} already has {} instance(s), the most a {} allows", p.name,
                        counts_[profile], geo_->model_name);
@@ -41,6 +39,13 @@ std::string MigGpuState::why_not_anywhere(int profile) const {
     return fmt::format("{} needs {} compute slice(s) but only {} of {} are free", p.name,
                        p.compute_slices, compute_free(), geo_->compute_slices);
   }
+  return {};
+}
+
+std::string MigGpuState::why_not_anywhere(int profile) const {
+  if (auto bad = check_profile(profile); !bad.empty()) return bad;
+  const MigProfile& p = geo_->profiles[profile];
+  if (auto bad = budget_refusal(p, profile); !bad.empty()) return bad;
   for (int s = 0; s < geo_->memory_slices; ++s) {
     if ((p.start_mask & (1u << s)) && (occupied_ & p.slice_bits(s)) == 0) return {};
   }
@@ -55,17 +60,7 @@ std::string MigGpuState::why_not(int profile, int start) const {
     return fmt::format("{} cannot start at memory slice {} (valid starts {})", p.name, start,
                        start_list(p.start_mask));
   }
-  if (counts_[profile] >= p.max_instances) {
-    return fmt::format("{} already has {} instance(s), the most a {} allows", p.name,
-                       counts_[profile], geo_->model_name);
-  }
-  if (p.media_extension && me_used_ > 0) {
-    return fmt::format("{} is a +me profile and the GPU already has a +me instance", p.name);
-  }
-  if (compute_used_ + p.compute_slices > geo_->compute_slices) {
-    return fmt::format("{} needs {} compute slice(s) but only {} of {} are free", p.name,
-                       p.compute_slices, compute_free(), geo_->compute_slices);
-  }
+  if (auto bad = budget_refusal(p, profile); !bad.empty()) return bad;
   const uint8_t clash = occupied_ & p.slice_bits(start);
   if (clash != 0) {
     const int s = std::countr_zero(static_cast<unsigned>(clash));

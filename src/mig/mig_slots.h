@@ -69,6 +69,8 @@ class MigGpuState {
  private:
   static constexpr int8_t kNone = -1;
   std::string check_profile(int profile) const;
+  // Instance count, +me and compute-budget refusals (placement-independent).
+  std::string budget_refusal(const MigProfile& p, int profile) const;
 
   const MigGeometry* geo_;
   uint8_t occupied_ = 0;       // bit s = memory slice s holds an instance
