@@ -6,12 +6,15 @@
 // throughput.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
 
 #include "io/kubectl.h"
+#include "server/extender_args_fast.h"
 #include "server/extender_service.h"
 #include "server/http_server.h"
 #include "server/httplib_config.h"
@@ -44,22 +47,48 @@ json pod_object(const std::string& name, const std::string& node, const std::str
           {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
 }
 
-void run_load(benchmark::State& state, bool cache_mode) {
+// The benchmark cluster: 5,000 nodes, a third of them carrying fractional
+// pods so that scores differ, and the pending pod's request body.
+struct LoadCluster {
   std::vector<json> node_objects;
   std::vector<K8sNode> nodes;
   std::vector<std::string> names;
-  for (int i = 0; i < kNodes; ++i) {
-    node_objects.push_back(node_object(i));
-    nodes.push_back(parse_node(node_objects.back()));
-    names.push_back(nodes.back().spec.name);
-  }
-  // A third of the nodes carry fractional pods so that scores differ.
   std::vector<K8sPod> pods;
-  for (int i = 0; i < kNodes; i += 3)
-    for (int g = 0; g < 3; ++g)
-      pods.push_back(parse_pod(pod_object("run-" + std::to_string(i) + "-" + std::to_string(g), names[i],
-                                          names[i] + ":" + std::to_string(g) + "@" + std::to_string(250 * (g + 1)),
-                                          250 * (g + 1))));
+
+  LoadCluster() {
+    for (int i = 0; i < kNodes; ++i) {
+      node_objects.push_back(node_object(i));
+      nodes.push_back(parse_node(node_objects.back()));
+      names.push_back(nodes.back().spec.name);
+    }
+    for (int i = 0; i < kNodes; i += 3)
+      for (int g = 0; g < 3; ++g)
+        pods.push_back(parse_pod(pod_object("run-" + std::to_string(i) + "-" + std::to_string(g), names[i],
+                                            names[i] + ":" + std::to_string(g) + "@" + std::to_string(250 * (g + 1)),
+                                            250 * (g + 1))));
+  }
+  std::string body(bool cache_mode) const {
+    json args = {{"Pod", pod_object("pending", "", "", 500)}};
+    if (cache_mode) {
+      args["NodeNames"] = names;
+      args["Nodes"] = nullptr;
+    } else {
+      args["Nodes"] = {{"metadata", json::object()}, {"items", node_objects}};
+      args["NodeNames"] = nullptr;
+    }
+    return args.dump();
+  }
+};
+
+const LoadCluster& load_cluster() {
+  static const LoadCluster c;
+  return c;
+}
+
+void run_load(benchmark::State& state, bool cache_mode) {
+  const LoadCluster& c = load_cluster();
+  const std::vector<K8sNode>& nodes = c.nodes;
+  const std::vector<K8sPod>& pods = c.pods;
   ExtenderService service("fgd");
   service.set_cluster(nodes, pods);
   LatencyHistogram latency;
@@ -70,36 +99,39 @@ void run_load(benchmark::State& state, bool cache_mode) {
   HttpServer server(service, o, latency, counters);
   const int port = server.start();
 
-  json args = {{"Pod", pod_object("pending", "", "", 500)}};
-  if (cache_mode) {
-    args["NodeNames"] = names;
-    args["Nodes"] = nullptr;
-  } else {
-    args["Nodes"] = {{"metadata", json::object()}, {"items", node_objects}};
-    args["NodeNames"] = nullptr;
-  }
-  const std::string body = args.dump();
+  const std::string body = c.body(cache_mode);
   // GPUPACK_LOAD_CLIENTS / GPUPACK_LOAD_REQUESTS override the load shape.
   const char* env_clients = std::getenv("GPUPACK_LOAD_CLIENTS");
   const char* env_requests = std::getenv("GPUPACK_LOAD_REQUESTS");
   const int clients = env_clients ? std::max(1, std::atoi(env_clients)) : 4;
   const int per_client = env_requests ? std::max(1, std::atoi(env_requests)) : (cache_mode ? 200 : 40);
+  // Each client first sends kWarmup pairs (the server's per-thread parsers
+  // and buffers reach their size), then all measure together.
+  constexpr int kWarmup = 3;
   std::atomic<int> failures{0};
   for (auto _ : state) {
-    latency.reset();
-    const auto t0 = std::chrono::steady_clock::now();
+    std::barrier warm(clients + 1);
+    std::barrier go(clients + 1);
     std::vector<std::thread> threads;
     for (int c = 0; c < clients; ++c)
       threads.emplace_back([&] {
         httplib::Client cli("127.0.0.1", port);
         cli.set_keep_alive(true);
         cli.set_read_timeout(30, 0);
-        for (int k = 0; k < per_client; ++k) {
+        for (int k = 0; k < kWarmup + per_client; ++k) {
+          if (k == kWarmup) {
+            warm.arrive_and_wait();
+            go.arrive_and_wait();
+          }
           auto f = cli.Post("/filter", body, "application/json");
           auto p = cli.Post("/prioritize", body, "application/json");
           if (!f || f->status != 200 || !p || p->status != 200) ++failures;
         }
       });
+    warm.arrive_and_wait();
+    latency.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    go.arrive_and_wait();
     for (auto& t : threads) t.join();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     state.counters["requests_per_s"] = 2.0 * clients * per_client / wall;
@@ -113,6 +145,70 @@ void run_load(benchmark::State& state, bool cache_mode) {
   state.counters["failures"] = failures.load();
   server.stop();
 }
+
+// The server-side stages of one full-Nodes request, without HTTP: reading
+// the body, the service's filter / prioritize, and writing the reply.
+void BM_Stage_ParseFullNodes(benchmark::State& state) {
+  const std::string body = load_cluster().body(false);
+  for (auto _ : state) {
+    auto args = parse_extender_args_fast(body);
+    if (!args) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(args);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+
+void BM_Stage_FilterService(benchmark::State& state) {
+  const LoadCluster& c = load_cluster();
+  ExtenderService service("fgd");
+  service.set_cluster(c.nodes, c.pods);
+  auto args = parse_extender_args_fast(c.body(false));
+  for (auto _ : state) benchmark::DoNotOptimize(service.filter(args.value()));
+}
+
+void BM_Stage_PrioritizeService(benchmark::State& state) {
+  const LoadCluster& c = load_cluster();
+  ExtenderService service("fgd");
+  service.set_cluster(c.nodes, c.pods);
+  auto args = parse_extender_args_fast(c.body(false));
+  std::string error;
+  for (auto _ : state) benchmark::DoNotOptimize(service.prioritize(args.value(), &error));
+}
+
+void BM_Stage_WriteFilterReply(benchmark::State& state) {
+  const LoadCluster& c = load_cluster();
+  ExtenderService service("fgd");
+  service.set_cluster(c.nodes, c.pods);
+  auto args = parse_extender_args_fast(c.body(false));
+  const ExtenderFilterResult r = service.filter(args.value());
+  for (auto _ : state) benchmark::DoNotOptimize(to_json_text(r));
+}
+
+// One whole full-Nodes filter request in process (read, filter, write), no
+// HTTP: the server-side floor, with p50/p99 over the iterations.
+void BM_Stage_WholeFilterRequest(benchmark::State& state) {
+  const LoadCluster& c = load_cluster();
+  ExtenderService service("fgd");
+  service.set_cluster(c.nodes, c.pods);
+  const std::string body = c.body(false);
+  std::vector<double> ms;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto args = parse_extender_args_fast(body);
+    std::string reply = to_json_text(service.filter(args.value()));
+    benchmark::DoNotOptimize(reply);
+    ms.push_back(1e3 * std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  state.counters["p50_ms"] = ms[ms.size() / 2];
+  state.counters["p99_ms"] = ms[std::min(ms.size() - 1, ms.size() * 99 / 100)];
+}
+
+BENCHMARK(BM_Stage_ParseFullNodes)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stage_FilterService)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stage_PrioritizeService)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stage_WriteFilterReply)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stage_WholeFilterRequest)->Unit(benchmark::kMillisecond);
 
 void BM_ExtenderLoad_NodeNames(benchmark::State& state) { run_load(state, true); }
 void BM_ExtenderLoad_FullNodes(benchmark::State& state) { run_load(state, false); }

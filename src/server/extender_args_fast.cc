@@ -73,11 +73,13 @@ std::string brief(std::string_view text) {
   return s;
 }
 
-// Walks a document, reading every value (so all of it is validated) and
-// keeping the JSON path for messages.
+// Walks a document, keeping the JSON path for messages. In the thorough mode
+// it reads every value, so all of it is validated; in the quick mode (for a
+// body already known to be well-formed) values it does not need are left for
+// simdjson to step over unread.
 class Walker {
  public:
-  explicit Walker(od::document& doc) : doc_(doc) {}
+  Walker(od::document& doc, bool thorough) : doc_(doc), thorough_(thorough) {}
 
   std::string path() const {
     std::string p;
@@ -109,6 +111,13 @@ class Walker {
     return t;
   }
   std::string_view key_of(od::field& f) const {
+    if (!thorough_) {
+      // A key without escapes is its raw text, read in place.
+      const char* raw = f.key().raw();
+      const char* end = raw;
+      while (*end != '"' && *end != '\\') ++end;
+      if (*end == '"') return {raw, static_cast<size_t>(end - raw)};
+    }
     std::string_view k;
     check(f.unescaped_key().get(k));
     return k;
@@ -126,8 +135,9 @@ class Walker {
     return {start, static_cast<size_t>(end - start)};
   }
 
-  // Reads `v` and everything inside it.
+  // Reads `v` and everything inside it (quick mode: leaves it unread).
   void skip(od::value v, int depth) {
+    if (!thorough_) return;
     switch (type_of(v)) {
       case od::json_type::object: {
         check_depth(depth);
@@ -182,6 +192,11 @@ class Walker {
 
   // Reads `v` and returns its text.
   std::string_view skip_text(od::value v, int depth) {
+    if (!thorough_) {
+      std::string_view text;
+      check(simdjson::to_json_string(v).get(text));
+      return text;
+    }
     const char* start = start_of(v);
     skip(v, depth);
     return text_from(start);
@@ -189,6 +204,7 @@ class Walker {
 
  private:
   od::document& doc_;
+  bool thorough_;
   std::vector<std::variant<std::string_view, size_t>> path_;
 };
 
@@ -201,11 +217,13 @@ Fail wrong_type(const std::string& field, std::string_view want, od::json_type g
 }
 
 // metadata.name of one node item; *error set on a semantic problem.
-std::string item_name(Walker& w, od::value item, const std::string& field, int depth, Deferred& error) {
+// The field path is built only for a message (this runs once per node).
+std::string item_name(Walker& w, od::value item, size_t index, int depth, Deferred& error) {
+  const auto field = [index] { return fmt::format("Nodes.items[{}]", index); };
   const od::json_type t = w.type_of(item);
   if (t != od::json_type::object) {
     std::string_view text = w.skip_text(item, depth);
-    error = wrong_type(field, "an object", t, text);
+    error = wrong_type(field(), "an object", t, text);
     return {};
   }
   od::object obj;
@@ -226,12 +244,12 @@ std::string item_name(Walker& w, od::value item, const std::string& field, int d
       meta_error.reset();
       meta_null = false;
       const od::json_type mt = w.type_of(v);
-      const std::string mfield = field + ".metadata";
+      const auto mfield = [&field] { return field() + ".metadata"; };
       if (mt == od::json_type::null) {
         w.skip(v, depth + 1);
         meta_null = true;
       } else if (mt != od::json_type::object) {
-        meta_error = wrong_type(mfield, "an object", mt, w.skip_text(v, depth + 1));
+        meta_error = wrong_type(mfield(), "an object", mt, w.skip_text(v, depth + 1));
       } else {
         od::object meta;
         w.check(v.get_object().get(meta));
@@ -258,7 +276,7 @@ std::string item_name(Walker& w, od::value item, const std::string& field, int d
               w.skip(nv, depth + 2);
               name_null = true;
             } else {
-              name_error = wrong_type(mfield + ".name", "a string", nt, w.skip_text(nv, depth + 2));
+              name_error = wrong_type(mfield() + ".name", "a string", nt, w.skip_text(nv, depth + 2));
             }
           } else {
             w.skip(nv, depth + 2);
@@ -268,9 +286,9 @@ std::string item_name(Walker& w, od::value item, const std::string& field, int d
         if (name_error) {
           meta_error = name_error;
         } else if (!name_key.found() || name_null) {
-          meta_error = Fail{mfield + ".name", "missing"};
+          meta_error = Fail{mfield() + ".name", "missing"};
         } else if (name->empty()) {
-          meta_error = Fail{mfield + ".name", "empty"};
+          meta_error = Fail{mfield() + ".name", "empty"};
         }
       }
     } else {
@@ -279,7 +297,7 @@ std::string item_name(Walker& w, od::value item, const std::string& field, int d
     w.pop();
   }
   if (!meta_key.found() || meta_null) {
-    error = Fail{field + ".metadata", "missing"};
+    error = Fail{field() + ".metadata", "missing"};
     return {};
   }
   if (meta_error) {
@@ -331,7 +349,7 @@ NodeListRead read_node_list(Walker& w, od::value v, int depth) {
           w.push(i);
           const char* start = w.start_of(item);
           Deferred item_error;
-          std::string name = item_name(w, item, fmt::format("Nodes.items[{}]", i), depth + 2, item_error);
+          std::string name = item_name(w, item, i, depth + 2, item_error);
           std::string_view text = w.text_from(start);
           if (item_error && !out.error) out.error = item_error;
           if (!out.error) out.items->push_back(NodeText{std::move(name), text});
@@ -423,10 +441,25 @@ json read_pod(std::string_view text) {
   return pod;
 }
 
-ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length) {
+// Parsers are kept per thread so that their buffers stay warm, up to this
+// body size; one that grew past it (a rare huge body) is released after use,
+// bounding what each server thread keeps.
+constexpr size_t kRetainedParserBytes = 8u << 20;
+
+od::parser& ondemand_parser() {
   thread_local od::parser parser;
+  return parser;
+}
+
+void release_if_large(od::parser& parser) {
+  if (parser.capacity() > kRetainedParserBytes) parser = od::parser{};
+}
+
+ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length, bool thorough) {
+  od::parser& parser = ondemand_parser();
   od::document doc;
-  Walker w(doc);
+  Walker w(doc, thorough);
+  if (parser.capacity() < length) w.check(parser.allocate(length + length / 4));  // headroom, as below
   w.check(parser.iterate(source->data(), length, source->size()).get(doc));
   od::json_type root_type{};
   w.check(doc.type().get(root_type));
@@ -473,15 +506,29 @@ ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length)
   return a;
 }
 
-}  // namespace
+// True when the padded text is well-formed JSON nested at most kMaxJsonDepth
+// deep (simdjson's DOM parser: validates everything at GB/s).
+bool well_formed(simdjson::dom::parser& parser, const std::string& padded, size_t length) {
+  if (parser.capacity() < length || parser.max_depth() != static_cast<size_t>(kMaxJsonDepth)) {
+    // Headroom, so that a slowly growing node list does not reallocate on
+    // every request.
+    if (parser.allocate(std::max<size_t>(length + length / 4, 4096), kMaxJsonDepth) != simdjson::SUCCESS) return false;
+  }
+  simdjson::dom::element root;
+  return parser.parse(padded.data(), length, false).get(root) == simdjson::SUCCESS;
+}
 
-WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body) {
+std::shared_ptr<std::string> padded_copy(std::string_view body) {
+  auto source = std::make_shared<std::string>();
+  source->reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  source->append(body);
+  source->append(simdjson::SIMDJSON_PADDING, ' ');
+  return source;
+}
+
+WireResult<ExtenderArgs> read_guarded(std::shared_ptr<const std::string> source, size_t length, bool thorough) {
   try {
-    auto source = std::make_shared<std::string>();
-    source->reserve(body.size() + simdjson::SIMDJSON_PADDING);
-    source->append(body);
-    source->append(simdjson::SIMDJSON_PADDING, ' ');
-    return read_args(std::move(source), body.size());
+    return read_args(std::move(source), length, thorough);
   } catch (const Fail& f) {
     return WireError{f.field, f.message};
   } catch (const std::exception& e) {
@@ -489,6 +536,26 @@ WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body) {
   } catch (...) {
     return WireError{"", "invalid body"};
   }
+}
+
+}  // namespace
+
+WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body) {
+  std::shared_ptr<std::string> source = padded_copy(body);
+  // The common case, a well-formed body with the expected shape, takes the
+  // quick walk; anything else (malformed, too deep, a wrong type, a missing
+  // name) is read again thoroughly, whose answer and message are the reference.
+  thread_local simdjson::dom::parser validator;
+  WireResult<ExtenderArgs> out = WireError{"", "not read"};
+  if (well_formed(validator, *source, body.size())) out = read_guarded(source, body.size(), false);
+  if (!out) out = read_guarded(std::move(source), body.size(), true);
+  if (validator.capacity() > kRetainedParserBytes) validator = simdjson::dom::parser{};
+  release_if_large(ondemand_parser());
+  return out;
+}
+
+WireResult<ExtenderArgs> parse_extender_args_thorough(std::string_view body) {
+  return read_guarded(padded_copy(body), body.size(), true);
 }
 
 }  // namespace gpupack

@@ -11,12 +11,18 @@
 //   item's metadata.name and its exact JSON text (views into `source`, which
 //   the result owns), so that filter replies can splice the text back without
 //   re-serialising. NodeNames form: `node_names` as the reference does.
-// - Every value of the body is read and checked (strings, numbers, literals,
-//   nesting up to kMaxJsonDepth, UTF-8), so malformed JSON anywhere is a
-//   WireError naming the JSON path where it was found; never throws, never
-//   crashes on any input.
-// - Thread-safe (one parser per thread, reused). Cost: one copy of the body
-//   plus a linear scan; no DOM is built.
+// - Every value of the body is checked (strings, numbers, literals, nesting
+//   up to kMaxJsonDepth, UTF-8), so malformed JSON anywhere is a WireError
+//   naming the JSON path where it was found; never throws, never crashes on
+//   any input.
+// - Two passes for a well-formed body: simdjson's DOM parser validates the
+//   whole text, then an On-Demand walk reads only the Pod, the names and the
+//   node spans, stepping over everything else unread. Any other body (or any
+//   semantic error) is read by the thorough walk, which reads every value and
+//   whose answer is the reference; parse_extender_args_thorough() is that walk
+//   alone (tests and the fuzzer check that both agree).
+// - Thread-safe (parsers per thread, reused). Cost: one copy of the body plus
+//   two linear scans at simdjson speed.
 #pragma once
 
 #include <string_view>
@@ -26,5 +32,6 @@
 namespace gpupack {
 
 WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body);
+WireResult<ExtenderArgs> parse_extender_args_thorough(std::string_view body);
 
 }  // namespace gpupack

@@ -11,7 +11,11 @@
 //   `max_body_bytes` gets 413 with a JSON message; unknown paths 404; a
 //   handler exception 500. A client slower than `read_timeout_s` is cut off.
 //   Requests are served by a pool of `threads` workers, so one slow client
-//   does not block the others.
+//   does not block the others. A keep-alive connection stays open for up to
+//   100,000 requests (idle timeout 5 s), so the scheduler's connection keeps
+//   its worker and that worker's warm parse buffers.
+// - start() raises glibc's mmap/trim thresholds (process-wide) so that the
+//   multi-MB buffers of full-Nodes requests are reused, not re-faulted.
 // - Every extender call is timed from the complete body to the serialised
 //   reply and recorded in latency() (gpupack_decision_duration_seconds).
 // - start() binds and serves on a background thread and returns the bound

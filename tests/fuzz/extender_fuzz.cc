@@ -66,6 +66,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto f = make_filter_result(fast.value(), names, {}, {});
     if (!parse_extender_filter_result(to_json_text(f)).ok()) std::abort();
     if (!parse_extender_args(to_json_text(fast.value())).ok()) std::abort();
+    // The quick walk (well-formed bodies) agrees with the thorough one.
+    auto thorough = parse_extender_args_thorough(body);
+    if (!thorough.ok() || thorough.value().pod != fast.value().pod ||
+        thorough.value().node_names != fast.value().node_names ||
+        thorough.value().node_texts.has_value() != fast.value().node_texts.has_value())
+      std::abort();
+    if (fast.value().node_texts) {
+      const auto& a = *fast.value().node_texts;
+      const auto& b = *thorough.value().node_texts;
+      if (a.size() != b.size()) std::abort();
+      for (size_t i = 0; i < a.size(); ++i)
+        if (a[i].name != b[i].name || a[i].json != b[i].json) std::abort();
+    }
   }
   round_trip(parse_extender_filter_result(body), [](const std::string& s) { return parse_extender_filter_result(s); });
   round_trip(parse_host_priority_list(body), [](const std::string& s) { return parse_host_priority_list(s); });

@@ -49,6 +49,20 @@ void expect_same_meaning(const std::string& body) {
   }
   // The request written back out is the same JSON.
   EXPECT_EQ(json::parse(to_json_text(ref.value())), json::parse(to_json_text(fast.value())));
+  // The quick walk (taken for well-formed bodies) and the thorough one give
+  // the very same result, node text byte for byte.
+  auto thorough = parse_extender_args_thorough(body);
+  ASSERT_TRUE(thorough.ok()) << thorough.error().what();
+  EXPECT_EQ(thorough.value().pod, fast.value().pod);
+  EXPECT_EQ(thorough.value().node_names, fast.value().node_names);
+  ASSERT_EQ(thorough.value().node_texts.has_value(), fast.value().node_texts.has_value());
+  if (thorough.value().node_texts) {
+    ASSERT_EQ(thorough.value().node_texts->size(), fast.value().node_texts->size());
+    for (size_t i = 0; i < fast.value().node_texts->size(); ++i) {
+      EXPECT_EQ((*thorough.value().node_texts)[i].name, (*fast.value().node_texts)[i].name) << i;
+      EXPECT_EQ((*thorough.value().node_texts)[i].json, (*fast.value().node_texts)[i].json) << i;
+    }
+  }
 }
 
 TEST(ExtenderArgsFast, RecordedCapturesMeanTheSame) {
@@ -139,6 +153,36 @@ TEST(ExtenderArgsFast, HostileBodiesAreRejectedCleanly) {
       EXPECT_EQ(ref.error().field, field) << ref.error().what();
     }
   }
+}
+
+// Nesting right at the limit is read; one level more is refused, by both
+// readers (the quick path's validator has its own depth limit, which must
+// agree).
+TEST(ExtenderArgsFast, DepthLimitIsTheReferences) {
+  const auto body = [](int extra) {
+    // The root object is level 1; the value of "d" adds `extra` arrays.
+    return std::string(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"d":)") + std::string(extra, '[') +
+           std::string(extra, ']') + "}";
+  };
+  expect_same_meaning(body(kMaxJsonDepth - 1));
+  auto ref = parse_extender_args(body(kMaxJsonDepth));
+  auto fast = parse_extender_args_fast(body(kMaxJsonDepth));
+  EXPECT_FALSE(ref.ok());
+  ASSERT_FALSE(fast.ok());
+  EXPECT_NE(fast.error().message.find("nested deeper"), std::string::npos) << fast.error().what();
+}
+
+// Text between items (whitespace, newlines) is not part of a node's text.
+TEST(ExtenderArgsFast, NodeTextIsExactlyTheObject) {
+  const std::string body =
+      "{ \"Pod\" : {\"metadata\":{\"name\":\"a\"}} ,\n \"Nodes\" : { \"items\" : [ \n"
+      "  {\"metadata\" : {\"name\":\"n1\"}, \"x\": [1, 2.5, \"s\\u00e9\"]}  ,\t{\"metadata\":{\"name\":\"n2\"}}\n ] } }";
+  expect_same_meaning(body);
+  auto fast = parse_extender_args_fast(body);
+  ASSERT_TRUE(fast.ok()) << fast.error().what();
+  ASSERT_EQ(fast.value().node_texts->size(), 2u);
+  EXPECT_EQ((*fast.value().node_texts)[0].json, R"({"metadata" : {"name":"n1"}, "x": [1, 2.5, "s\u00e9"]})");
+  EXPECT_EQ((*fast.value().node_texts)[1].json, R"({"metadata":{"name":"n2"}})");
 }
 
 // Malformed JSON is reported where it was found.
