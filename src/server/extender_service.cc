@@ -87,6 +87,23 @@ std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes
                                                      std::vector<nlohmann::json> pod_objects) {
   std::lock_guard lock(mu_);
   ++mutations_;
+  const auto now = std::chrono::steady_clock::now();
+  // What survives from the previous model: binds made here that the new
+  // objects may not show yet, and when each pending pod was first seen.
+  struct Assumed {
+    std::string uid, node, annotation;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::unordered_map<std::string, Assumed> assumed;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> first_seen;
+  for (const PodEntry& e : pods_) {
+    first_seen[e.pod.key()] = e.first_seen;
+    if (e.bound && e.bound_here_at && now - *e.bound_here_at < std::chrono::seconds(kAssumeBindS)) {
+      auto a = e.pod.annotations.find(std::string(annotations::kAssignedGpus));
+      assumed[e.pod.key()] = Assumed{e.pod.uid, e.pod.node_name, a == e.pod.annotations.end() ? "" : a->second,
+                                     *e.bound_here_at};
+    }
+  }
   nodes_ = std::move(nodes);
   node_index_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) node_index_[nodes_[i].spec.name] = static_cast<int>(i);
@@ -95,18 +112,39 @@ std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes
   unattributed_.clear();
   std::vector<K8sPod> kept;
   std::vector<nlohmann::json> kept_objects;
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> kept_assumed;
   for (size_t i = 0; i < pods.size(); ++i) {
     K8sPod& p = pods[i];
-    if (!p.terminal() && !pod_index_.count(p.key())) {
-      pod_index_[p.key()] = static_cast<int>(kept.size());
-      kept.push_back(std::move(p));
-      kept_objects.push_back(i < pod_objects.size() ? std::move(pod_objects[i]) : nlohmann::json());
+    if (p.terminal() || pod_index_.count(p.key())) continue;
+    nlohmann::json object = i < pod_objects.size() ? std::move(pod_objects[i]) : nlohmann::json();
+    std::optional<std::chrono::steady_clock::time_point> bound_here;
+    auto a = assumed.find(p.key());
+    if (a != assumed.end() && p.node_name.empty() && (p.uid.empty() || p.uid == a->second.uid)) {
+      // The API has not caught up with a bind made here: keep it.
+      p.node_name = a->second.node;
+      if (object.is_object()) object["spec"]["nodeName"] = a->second.node;
+      if (!a->second.annotation.empty()) {
+        p.annotations[std::string(annotations::kAssignedGpus)] = a->second.annotation;
+        p.assigned = parse_assigned_gpus(a->second.annotation);
+        if (object.is_object())
+          object["metadata"]["annotations"][std::string(annotations::kAssignedGpus)] = a->second.annotation;
+      }
+      bound_here = a->second.at;
     }
+    pod_index_[p.key()] = static_cast<int>(kept.size());
+    kept.push_back(std::move(p));
+    kept_objects.push_back(std::move(object));
+    kept_assumed.push_back(bound_here);
   }
   RebuiltState rebuilt = rebuild_assignments(nodes_, kept);
-  const auto now = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < kept.size(); ++i)
-    pods_.push_back(PodEntry{std::move(kept[i]), std::move(kept_objects[i]), false, {}, {}, now, ""});
+  for (size_t i = 0; i < kept.size(); ++i) {
+    auto seen = first_seen.find(kept[i].key());
+    PodEntry& e = pods_.emplace_back();
+    e.pod = std::move(kept[i]);
+    e.object = std::move(kept_objects[i]);
+    e.first_seen = seen == first_seen.end() ? now : seen->second;
+    e.bound_here_at = kept_assumed[i];
+  }
   for (const RebuiltPod& b : rebuilt.bound) {
     PodEntry& e = pods_[b.pod_index];
     e.bound = true;
@@ -195,7 +233,10 @@ int ExtenderService::pod_index_locked(const K8sPod& pod, const nlohmann::json& o
   }
   const int idx = static_cast<int>(pods_.size());
   pod_index_[pod.key()] = idx;
-  pods_.push_back(PodEntry{pod, object, false, {}, {}, std::chrono::steady_clock::now(), ""});
+  PodEntry& e = pods_.emplace_back();
+  e.pod = pod;
+  e.object = object;
+  e.first_seen = std::chrono::steady_clock::now();
   return idx;
 }
 
@@ -503,6 +544,7 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
     }
   }
   ++mutations_;
+  e.bound_here_at = std::chrono::steady_clock::now();
   e.pod.node_name = args.node;
   e.pending_reason.clear();
   if (e.object.is_object()) {

@@ -8,10 +8,15 @@
 //   gpupack.io/gpu-memory-mib) and per-node allocated MIG devices. Pods are
 //   keyed by "namespace/name"; a pod's PodId is its index in the pod table.
 // - Start state: set_cluster() with nodes and pods (a kubectl snapshot or an
-//   API list). Bound pods are rebuilt from their gpupack.io/assigned-gpus
+//   API list / watch). Bound pods are rebuilt from their gpupack.io/assigned-gpus
 //   annotations (io/kubectl.h rebuild_assignments), so a restart from the same
 //   objects reproduces every assignment; pods that cannot be attributed are
-//   reported by unattributed().
+//   reported by unattributed(). set_cluster() may be called again at any time
+//   (relist, watch): a pod this service bound within the last kAssumeBindS
+//   seconds that arrives still unbound (the API has not shown the Binding yet)
+//   keeps the service's node and GPUs, so a stale list never frees GPUs that
+//   were just given away; once the API shows the pod bound, its own version
+//   wins. Pending pods keep their first-seen time across calls.
 // - filter(): each candidate node passes or fails with the dimension that
 //   blocked it in the message ("gpu_milli: ...", "gpu_memory: ...",
 //   "mig_slot: ...", "model: ...", "cpu: ...", "memory: ...",
@@ -105,6 +110,9 @@ struct ServiceMetrics {
 
 class ExtenderService {
  public:
+  // How long a bind made here outlives stale cluster objects (see above).
+  static constexpr int kAssumeBindS = 300;
+
   // `policy_name` as in policy/registry.h. Throws std::invalid_argument on an
   // unknown name.
   explicit ExtenderService(std::string policy_name, uint64_t seed = 42);
@@ -150,6 +158,8 @@ class ExtenderService {
     // From the last filter call, else from the first metrics() evaluation
     // (kept, so that scrapes do not re-check every node under the lock).
     mutable std::string pending_reason;
+    // Set by a successful bind() here; cleared once the cluster objects show it.
+    std::optional<std::chrono::steady_clock::time_point> bound_here_at;
   };
   struct Fit {
     Dimension dimension = Dimension::kNone;
