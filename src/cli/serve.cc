@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "io/kubectl.h"
 #include "policy/registry.h"
+#include "server/cluster_watch.h"
 #include "server/extender_service.h"
 #include "server/http_server.h"
 #include "server/kube_client.h"
@@ -36,7 +37,7 @@ struct ServeFlags {
   std::string nodes, pods, pods_out, port_file;
   std::string kubeconfig;
   bool in_cluster = false;
-  int resync_s = 60;
+  int resync_s = 0;
   int threads = 8;
   int read_timeout_s = 10;
   size_t max_body_bytes = 64u << 20;
@@ -84,32 +85,11 @@ void write_atomically(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
-void load_api(ExtenderService& service, const KubeClient& client) {
-  KubeResponse nodes = client.list_nodes();
-  if (!nodes.error.empty()) throw std::runtime_error("listing nodes: " + nodes.error);
-  KubeResponse pods = client.list_pods();
-  if (!pods.error.empty()) throw std::runtime_error("listing pods: " + pods.error);
-  std::vector<std::string> rejected;
-  auto n = parse_node_list(nodes.body, "GET /api/v1/nodes", &rejected);
-  auto p = parse_pod_list(pods.body, "GET /api/v1/pods", &rejected);
-  // Keep the JSON objects of the pods that parsed, in the same order.
-  std::vector<nlohmann::json> objects;
-  for (const nlohmann::json& item : raw_items(pods.body, "GET /api/v1/pods")) {
-    try {
-      parse_pod(item);
-      objects.push_back(item);
-    } catch (...) {
-    }
-  }
-  for (const std::string& r : rejected) fmt::print(stderr, "gpupack serve: skipped {}\n", r);
-  for (const std::string& u : service.set_cluster(std::move(n), std::move(p), std::move(objects)))
-    fmt::print(stderr, "gpupack serve: not attributed: {}\n", u);
-}
-
 void run_serve(const ServeFlags& f) {
   ExtenderService service(f.policy);
   std::unique_ptr<KubeClient> client;
   std::unique_ptr<KubeBinder> binder;
+  std::unique_ptr<ClusterWatch> watch;
   const bool snapshot = !f.nodes.empty() || !f.pods.empty();
   if (snapshot) {
     if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
@@ -123,7 +103,10 @@ void run_serve(const ServeFlags& f) {
     KubeConfig cfg = !f.kubeconfig.empty() ? read_kubeconfig(f.kubeconfig) : in_cluster_config();
     client = std::make_unique<KubeClient>(cfg);
     binder = std::make_unique<KubeBinder>(*client);
-    load_api(service, *client);
+    WatchOptions w;
+    w.relist_s = f.resync_s;
+    watch = std::make_unique<ClusterWatch>(*client, service, w);
+    watch->start();  // lists (or throws), then watches
     service.set_binder(binder.get());
   }
 
@@ -156,27 +139,21 @@ void run_serve(const ServeFlags& f) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   uint64_t written = service.mutation_count();
-  auto last_sync = std::chrono::steady_clock::now();
+  std::string reported_error;
   while (!g_stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!f.pods_out.empty() && service.mutation_count() != written) {
       written = service.mutation_count();
       write_atomically(f.pods_out, service.pod_list_json().dump(1) + "\n");
     }
-    if (client && f.resync_s > 0 &&
-        std::chrono::steady_clock::now() - last_sync > std::chrono::seconds(f.resync_s)) {
-      last_sync = std::chrono::steady_clock::now();
-      const uint64_t before = service.mutation_count();
-      try {
-        // A relist that raced with a bind is dropped; the next one catches up.
-        KubeResponse nodes = client->list_nodes();
-        KubeResponse pods = client->list_pods();
-        if (nodes.error.empty() && pods.error.empty() && service.mutation_count() == before) load_api(service, *client);
-      } catch (const std::exception& e) {
-        fmt::print(stderr, "gpupack serve: resync failed: {}\n", e.what());
-      }
+    if (watch) {
+      // Say what went wrong with the API once, not on every retry.
+      const std::string error = watch->stats().last_error;
+      if (!error.empty() && error != reported_error) fmt::print(stderr, "gpupack serve: {}\n", error);
+      reported_error = error;
     }
   }
+  if (watch) watch->stop();
   main_server.stop();
   if (metrics_server) metrics_server->stop();
 }
@@ -201,7 +178,7 @@ void add_serve_command(CLI::App& app) {
                   "snapshot mode: write the pods (with binds applied) here after every bind");
   cmd->add_option("--port-file", flags->port_file, "write the bound extender port to this file");
   cmd->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig for the API (default: in-cluster service account)");
-  cmd->add_option("--resync", flags->resync_s, "API mode: relist nodes and pods every N seconds (0 = never)")
+  cmd->add_option("--resync", flags->resync_s, "API mode: besides watching, relist nodes and pods every N seconds (0 = only when a watch needs it)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 256));
   cmd->add_option("--read-timeout", flags->read_timeout_s, "seconds before a slow client is cut off")

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -194,6 +195,104 @@ std::string KubeClient::create_binding(const std::string& ns, const std::string&
   return request("POST", fmt::format("/api/v1/namespaces/{}/pods/{}/binding", ns, name), binding.dump(),
                  "application/json")
       .error;
+}
+
+namespace {
+
+struct LineStream {
+  CURL* curl = nullptr;
+  const std::function<bool(std::string_view)>* on_line = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+  std::string pending;    // an incomplete last line
+  std::string error_body; // the body of a non-2xx reply
+  bool ended_by_callback = false;
+};
+
+size_t stream_chunk(char* data, size_t size, size_t n, void* user) {
+  auto* s = static_cast<LineStream*>(user);
+  const size_t bytes = size * n;
+  long status = 0;
+  curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+  if (status < 200 || status >= 300) {
+    if (s->error_body.size() < 4096) s->error_body.append(data, std::min<size_t>(bytes, 4096));
+    return bytes;
+  }
+  s->pending.append(data, bytes);
+  size_t start = 0;
+  for (size_t nl; (nl = s->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::string_view line(s->pending.data() + start, nl - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (!(*s->on_line)(line)) {
+      s->ended_by_callback = true;
+      return 0;  // aborts the transfer
+    }
+  }
+  s->pending.erase(0, start);
+  return bytes;
+}
+
+int stream_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return static_cast<LineStream*>(user)->stop->load() ? 1 : 0;
+}
+
+}  // namespace
+
+KubeResponse KubeClient::stream_lines(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                                      const std::atomic<bool>& stop, long max_s) const {
+  KubeResponse r;
+  CURL* curl = curl_easy_init();
+  if (!curl) {
+    r.error = "GET " + path + ": cannot create a curl handle";
+    return r;
+  }
+  const std::string url = config_.server + path;
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "Accept: application/json");
+  if (!config_.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + config_.token).c_str());
+  LineStream s;
+  s.curl = curl;
+  s.on_line = &on_line;
+  s.stop = &stop;
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, timeout_s_);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT, max_s);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, stream_chunk);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, stream_progress);
+  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &s);
+  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
+  curl_blob blob{};
+  if (!config_.ca_data.empty()) {
+    blob.data = const_cast<char*>(config_.ca_data.data());
+    blob.len = config_.ca_data.size();
+    blob.flags = CURL_BLOB_COPY;
+    curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+  }
+  if (config_.insecure_skip_verify) {
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+  }
+  const CURLcode rc = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+  if (r.status != 0 && (r.status < 200 || r.status >= 300)) {
+    std::string msg = s.error_body.substr(0, 300);
+    try {
+      auto j = nlohmann::json::parse(s.error_body);
+      if (j.is_object() && j.contains("message") && j["message"].is_string()) msg = j["message"];
+    } catch (...) {
+    }
+    r.error = fmt::format("GET {}: HTTP {}: {}", url, r.status, msg);
+  } else if (rc != CURLE_OK && rc != CURLE_OPERATION_TIMEDOUT && !s.ended_by_callback &&
+             !(rc == CURLE_ABORTED_BY_CALLBACK && stop.load())) {
+    r.error = fmt::format("GET {}: {}", url, curl_easy_strerror(rc));
+  }
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  return r;
 }
 
 std::string KubeBinder::bind(const K8sPod& pod, const std::string& node, const std::string& assigned_gpus) {

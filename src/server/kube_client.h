@@ -14,12 +14,20 @@
 //   on a 2xx reply, else an error naming the call, the HTTP status and the
 //   API's message; transport errors are reported the same way. Timeouts:
 //   `timeout_s` per call.
+// - stream_lines() GETs a watch URL and hands each complete line (one
+//   WatchEvent) to a callback as it arrives; it ends when the server closes
+//   the stream or after `max_s` seconds (error ""), on a non-2xx reply or a
+//   transport error (error set, as above), when the callback returns false,
+//   or when `stop` turns true (checked about once a second; error "").
 // - KubeBinder implements Binder: annotation patch (GPU pods), then Binding.
 // - Thread-safe (one curl handle per call).
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "server/extender_service.h"
 
@@ -54,6 +62,8 @@ class KubeClient {
                                     const std::map<std::string, std::string>& annotations) const;
   std::string create_binding(const std::string& ns, const std::string& name, const std::string& uid,
                              const std::string& node) const;
+  KubeResponse stream_lines(const std::string& path, const std::function<bool(std::string_view)>& on_line,
+                            const std::atomic<bool>& stop, long max_s) const;
 
  private:
   KubeConfig config_;

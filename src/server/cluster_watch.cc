@@ -1,0 +1,242 @@
+#include "server/cluster_watch.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <utility>
+
+namespace gpupack {
+
+namespace {
+
+using nlohmann::json;
+
+const char* path_of(bool nodes) { return nodes ? "/api/v1/nodes" : "/api/v1/pods"; }
+
+std::string resource_version(const json& object) {
+  if (!object.is_object()) return "";
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  auto rv = meta->find("resourceVersion");
+  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
+}
+
+}  // namespace
+
+ClusterWatch::ClusterWatch(const KubeClient& client, ExtenderService& service, WatchOptions options)
+    : client_(client), service_(service), options_(options) {}
+
+ClusterWatch::~ClusterWatch() { stop(); }
+
+void ClusterWatch::note_error(const std::string& message) {
+  std::lock_guard lock(mu_);
+  stats_.last_error = message;
+}
+
+bool ClusterWatch::list(Kind kind) {
+  const bool nodes = kind == Kind::kNodes;
+  const std::string what = fmt::format("GET {}", path_of(nodes));
+  KubeResponse r = nodes ? client_.list_nodes() : client_.list_pods();
+  if (!r.error.empty()) {
+    note_error(fmt::format("listing {}: {}", nodes ? "nodes" : "pods", r.error));
+    return false;
+  }
+  json doc = json::parse(r.body, nullptr, false);
+  if (!doc.is_object() || !doc.contains("items") || !doc["items"].is_array()) {
+    note_error(what + ": not a Kubernetes List with an items array");
+    return false;
+  }
+  Store fresh;
+  fresh.resource_version = resource_version(doc);
+  uint64_t rejected = 0;
+  for (json& item : doc["items"]) {
+    try {
+      Entry e;
+      std::string key;
+      if (nodes) {
+        e.node = parse_node(item);
+        key = e.node.spec.name;
+      } else {
+        e.pod = parse_pod(item);
+        key = e.pod.key();
+      }
+      e.object = std::move(item);
+      fresh.items[key] = std::move(e);
+    } catch (const std::exception&) {
+      ++rejected;
+    }
+  }
+  std::lock_guard lock(mu_);
+  store(kind) = std::move(fresh);
+  dirty_ = true;
+  ++stats_.lists;
+  stats_.rejected += rejected;
+  stats_.last_error.clear();
+  return true;
+}
+
+bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
+  const bool nodes = kind == Kind::kNodes;
+  json event = json::parse(line, nullptr, false);
+  if (!event.is_object() || !event.contains("type") || !event["type"].is_string() || !event.contains("object")) {
+    note_error(fmt::format("watch {}: not a watch event: {}", path_of(nodes), line.substr(0, 120)));
+    *relist = true;  // the stream cannot be trusted any more
+    return false;
+  }
+  const std::string type = event["type"];
+  json& object = event["object"];
+  if (type == "ERROR") {
+    // A Status; 410 Gone means our resourceVersion is too old.
+    const int code = object.is_object() && object.contains("code") && object["code"].is_number_integer()
+                         ? object["code"].get<int>()
+                         : 0;
+    std::string msg = object.is_object() && object.contains("message") && object["message"].is_string()
+                          ? object["message"].get<std::string>()
+                          : object.dump();
+    note_error(fmt::format("watch {}: error {}: {}", path_of(nodes), code, msg));
+    *relist = true;
+    return false;
+  }
+  const std::string rv = resource_version(object);
+  std::lock_guard lock(mu_);
+  Store& s = store(kind);
+  if (!rv.empty()) s.resource_version = rv;
+  if (type == "BOOKMARK") return true;
+  if (type != "ADDED" && type != "MODIFIED" && type != "DELETED") return true;  // future event types
+  ++stats_.events;
+  Entry e;
+  std::string key;
+  try {
+    if (nodes) {
+      e.node = parse_node(object);
+      key = e.node.spec.name;
+    } else {
+      e.pod = parse_pod(object);
+      key = e.pod.key();
+    }
+  } catch (const std::exception& ex) {
+    // An object gpupack cannot read: forget any earlier version of it.
+    ++stats_.rejected;
+    stats_.last_error = fmt::format("watch {}: {}", path_of(nodes), ex.what());
+    const json& meta = object.is_object() && object.contains("metadata") ? object["metadata"] : json();
+    if (meta.is_object() && meta.contains("name") && meta["name"].is_string()) {
+      std::string name = meta["name"];
+      if (!nodes) {
+        std::string ns = meta.contains("namespace") && meta["namespace"].is_string() ? meta["namespace"].get<std::string>()
+                                                                                      : "default";
+        name = ns + "/" + name;
+      }
+      if (s.items.erase(name) > 0) dirty_ = true;
+    }
+    return true;
+  }
+  if (type == "DELETED") {
+    s.items.erase(key);
+  } else {
+    e.object = std::move(object);
+    s.items[key] = std::move(e);
+  }
+  dirty_ = true;
+  return true;
+}
+
+void ClusterWatch::watch_loop(Kind kind) {
+  const bool nodes = kind == Kind::kNodes;
+  bool relist = false;
+  while (!stop_) {
+    if (relist) {
+      if (!list(kind)) {
+        for (int waited = 0; waited < options_.retry_ms && !stop_; waited += 50)
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        continue;
+      }
+      relist = false;
+    }
+    std::string rv;
+    {
+      std::lock_guard lock(mu_);
+      rv = store(kind).resource_version;
+    }
+    const std::string path = fmt::format("{}?watch=1&allowWatchBookmarks=true&timeoutSeconds={}{}", path_of(nodes),
+                                         options_.watch_timeout_s, rv.empty() ? "" : "&resourceVersion=" + rv);
+    const auto opened = std::chrono::steady_clock::now();
+    KubeResponse r = client_.stream_lines(
+        path, [&](std::string_view line) { return apply_event(kind, line, &relist); }, stop_,
+        options_.watch_timeout_s + 30);
+    if (!r.error.empty()) {
+      note_error(r.error);
+      relist = true;  // after a failure, start again from a fresh list
+    }
+    // A failure, or a watch the server ended at once: wait before the next
+    // try rather than spin against the API.
+    if (!r.error.empty() || std::chrono::steady_clock::now() - opened < std::chrono::seconds(1))
+      for (int waited = 0; waited < options_.retry_ms && !stop_; waited += 50)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void ClusterWatch::flush() {
+  std::vector<K8sNode> nodes;
+  std::vector<K8sPod> pods;
+  std::vector<json> objects;
+  {
+    std::lock_guard lock(mu_);
+    if (!dirty_) return;
+    dirty_ = false;
+    nodes.reserve(nodes_.items.size());
+    for (const auto& [key, e] : nodes_.items) nodes.push_back(e.node);
+    pods.reserve(pods_.items.size());
+    objects.reserve(pods_.items.size());
+    for (const auto& [key, e] : pods_.items) {
+      pods.push_back(e.pod);
+      objects.push_back(e.object);
+    }
+    ++stats_.flushes;
+  }
+  for (const std::string& u : service_.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
+    note_error("not attributed: " + u);
+}
+
+void ClusterWatch::flush_loop() {
+  auto last_relist = std::chrono::steady_clock::now();
+  while (!stop_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.flush_ms));
+    if (options_.relist_s > 0 && std::chrono::steady_clock::now() - last_relist > std::chrono::seconds(options_.relist_s)) {
+      last_relist = std::chrono::steady_clock::now();
+      list(Kind::kNodes);
+      list(Kind::kPods);
+    }
+    flush();
+  }
+}
+
+void ClusterWatch::start() {
+  if (!list(Kind::kNodes) || !list(Kind::kPods)) throw std::runtime_error(stats().last_error);
+  {
+    std::lock_guard lock(mu_);
+    dirty_ = true;
+  }
+  flush();
+  {
+    std::lock_guard lock(mu_);
+    stats_.flushes = 0;
+  }
+  stop_ = false;
+  threads_.emplace_back([this] { watch_loop(Kind::kNodes); });
+  threads_.emplace_back([this] { watch_loop(Kind::kPods); });
+  threads_.emplace_back([this] { flush_loop(); });
+}
+
+void ClusterWatch::stop() {
+  stop_ = true;
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+ClusterWatch::Stats ClusterWatch::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace gpupack

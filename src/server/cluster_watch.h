@@ -1,0 +1,100 @@
+// ClusterWatch: keeps an ExtenderService's cluster model in step with the
+// Kubernetes API by list + watch, the way an informer does.
+//
+// Contract:
+// - start() lists nodes and pods (GET /api/v1/nodes, /api/v1/pods), loads
+//   them into the service with set_cluster(), then watches both kinds from
+//   the lists' resourceVersion on two threads; it throws std::runtime_error
+//   naming the call when a first list fails (the server should not start
+//   on no data).
+// - Watch events (ADDED, MODIFIED, DELETED, BOOKMARK) update a private store
+//   of objects keyed by name (nodes) and namespace/name (pods); the store is
+//   pushed into the service with set_cluster() at most every `flush_ms`
+//   while something changed, in the API's list order (sorted keys). Objects
+//   that do not parse as nodes / pods are left out and counted (stats()).
+//   A bind made by the service in between is not lost (set_cluster keeps
+//   binds the API has not shown yet).
+// - A watch that ends (server timeout, `watch_timeout_s`) is reopened from
+//   the last resourceVersion seen; an ERROR event with code 410 (Gone, the
+//   version is too old) or any failure to reopen leads to a fresh list of
+//   that kind, retried every `retry_ms` until it succeeds. `relist_s` > 0
+//   also relists both kinds that often, as a safety net.
+// - stop() (and the destructor) ends the threads within about a second.
+//   Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/kubectl.h"
+#include "server/extender_service.h"
+#include "server/kube_client.h"
+
+namespace gpupack {
+
+struct WatchOptions {
+  int flush_ms = 100;
+  int watch_timeout_s = 300;  // asked of the server (timeoutSeconds)
+  int retry_ms = 1000;
+  int relist_s = 0;           // 0 = only when the watch needs it
+};
+
+class ClusterWatch {
+ public:
+  struct Stats {
+    uint64_t events = 0;      // watch events applied
+    uint64_t lists = 0;       // successful lists (both kinds; the first two included)
+    uint64_t flushes = 0;     // set_cluster() calls after start()
+    uint64_t rejected = 0;    // objects that did not parse
+    std::string last_error;   // "" = none since the last success
+  };
+
+  ClusterWatch(const KubeClient& client, ExtenderService& service, WatchOptions options = {});
+  ~ClusterWatch();
+  ClusterWatch(const ClusterWatch&) = delete;
+  ClusterWatch& operator=(const ClusterWatch&) = delete;
+
+  void start();
+  void stop();
+  Stats stats() const;
+
+ private:
+  enum class Kind { kNodes, kPods };
+  struct Entry {
+    nlohmann::json object;
+    K8sNode node;  // kNodes
+    K8sPod pod;    // kPods
+  };
+  struct Store {
+    std::map<std::string, Entry> items;
+    std::string resource_version;
+  };
+
+  bool list(Kind kind);                        // replaces the kind's store; false on failure
+  void watch_loop(Kind kind);
+  bool apply_event(Kind kind, std::string_view line, bool* relist);  // false = end this watch
+  void flush_loop();
+  void flush();
+  void note_error(const std::string& message);
+  Store& store(Kind kind) { return kind == Kind::kNodes ? nodes_ : pods_; }
+
+  const KubeClient& client_;
+  ExtenderService& service_;
+  WatchOptions options_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mu_;  // guards the stores, dirty_ and stats_
+  Store nodes_, pods_;
+  bool dirty_ = false;
+  Stats stats_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace gpupack
