@@ -142,8 +142,11 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
 
 void ClusterWatch::watch_loop(Kind kind) {
   const bool nodes = kind == Kind::kNodes;
+  const int k = nodes ? 0 : 1;
   bool relist = false;
   while (!stop_) {
+    if (relist_wanted_[k].exchange(false)) relist = true;
+    interrupt_[k] = stop_.load();
     if (relist) {
       if (!list(kind)) {
         for (int waited = 0; waited < options_.retry_ms && !stop_; waited += 50)
@@ -161,8 +164,9 @@ void ClusterWatch::watch_loop(Kind kind) {
                                          options_.watch_timeout_s, rv.empty() ? "" : "&resourceVersion=" + rv);
     const auto opened = std::chrono::steady_clock::now();
     KubeResponse r = client_.stream_lines(
-        path, [&](std::string_view line) { return apply_event(kind, line, &relist); }, stop_,
+        path, [&](std::string_view line) { return apply_event(kind, line, &relist); }, interrupt_[k],
         options_.watch_timeout_s + 30);
+    if (relist_wanted_[k]) continue;  // interrupted for a periodic relist
     if (!r.error.empty()) {
       note_error(r.error);
       relist = true;  // after a failure, start again from a fresh list
@@ -203,8 +207,13 @@ void ClusterWatch::flush_loop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.flush_ms));
     if (options_.relist_s > 0 && std::chrono::steady_clock::now() - last_relist > std::chrono::seconds(options_.relist_s)) {
       last_relist = std::chrono::steady_clock::now();
-      list(Kind::kNodes);
-      list(Kind::kPods);
+      // Each watch thread relists its kind and reopens its watch from the
+      // new version (a list applied under a running watch could be undone
+      // by older events still in flight).
+      for (int k = 0; k < 2; ++k) {
+        relist_wanted_[k] = true;
+        interrupt_[k] = true;
+      }
     }
     flush();
   }
@@ -229,6 +238,7 @@ void ClusterWatch::start() {
 
 void ClusterWatch::stop() {
   stop_ = true;
+  for (auto& i : interrupt_) i = true;
   for (std::thread& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();

@@ -18,7 +18,8 @@
 //   the last resourceVersion seen; an ERROR event with code 410 (Gone, the
 //   version is too old) or any failure to reopen leads to a fresh list of
 //   that kind, retried every `retry_ms` until it succeeds. `relist_s` > 0
-//   also relists both kinds that often, as a safety net.
+//   also relists both kinds that often, as a safety net (each watch thread
+//   ends its watch, relists, and watches again from the new version).
 // - stop() (and the destructor) ends the threads within about a second.
 //   Thread-safe.
 #pragma once
@@ -90,6 +91,8 @@ class ClusterWatch {
   ExtenderService& service_;
   WatchOptions options_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> interrupt_[2] = {false, false};     // per kind (nodes, pods): end the open watch
+  std::atomic<bool> relist_wanted_[2] = {false, false};  // per kind: relist before watching again
   mutable std::mutex mu_;  // guards the stores, dirty_ and stats_
   Store nodes_, pods_;
   bool dirty_ = false;

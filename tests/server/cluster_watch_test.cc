@@ -146,10 +146,11 @@ class ClusterWatchTest : public ::testing::Test {
       : api_({node_json({"a"}), node_json({"b"})},
              {pod_json({.name = "running", .gpus = 4, .node = "a", .assigned = "a:0,1,2,3"})}),
         client_(api_.config()) {}
-  void start() {
+  void start(int relist_s = 0) {
     WatchOptions o;
     o.flush_ms = 20;
     o.retry_ms = 100;
+    o.relist_s = relist_s;
     watch_ = std::make_unique<ClusterWatch>(client_, service_, o);
     watch_->start();
     ASSERT_TRUE(eventually([&] { return api_.watch_versions("pods").size() == 1 && api_.watch_versions("nodes").size() == 1; }));
@@ -208,6 +209,19 @@ TEST_F(ClusterWatchTest, GoneRelistsAndTheListWins) {
     return assignments() == std::map<std::string, std::string>{{"ml/listed", "b:7"}};
   }));
   EXPECT_TRUE(eventually([&] { return api_.watch_versions("pods").size() == 2; }));
+}
+
+TEST_F(ClusterWatchTest, PeriodicRelistReopensTheWatchFromTheNewList) {
+  start(1);
+  api_.set_list("pods", {pod_json({.name = "listed", .gpus = 1, .node = "b", .assigned = "b:7"})});
+  // Within about a second both kinds are listed again and watched anew.
+  EXPECT_TRUE(eventually([&] { return api_.list_calls("pods") >= 2 && api_.list_calls("nodes") >= 2; }));
+  EXPECT_TRUE(eventually([&] { return api_.watch_versions("pods").size() >= 2; }));
+  EXPECT_TRUE(eventually([&] {
+    return assignments() == std::map<std::string, std::string>{{"ml/listed", "b:7"}};
+  }));
+  const auto versions = api_.watch_versions("pods");
+  EXPECT_NE(versions[0], versions[1]);  // the second watch starts at the new list's version
 }
 
 TEST_F(ClusterWatchTest, AnUnreadableObjectIsDroppedAndCounted) {
