@@ -8,7 +8,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev libfmt-dev
   clang libclang-rt-14-dev prometheus libcurl4-openssl-dev libglpk-dev
-  libsimdjson-dev
+  libsimdjson-dev libssl-dev
 )
 
 missing=()

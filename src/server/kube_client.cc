@@ -140,6 +140,8 @@ KubeResponse KubeClient::request(const std::string& method, const std::string& p
   curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s_);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
+  char detail[CURL_ERROR_SIZE] = "";  // curl's reason, e.g. "SSL certificate problem: ..."
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
   if (!body.empty() || method == "POST" || method == "PATCH") {
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
@@ -150,7 +152,12 @@ KubeResponse KubeClient::request(const std::string& method, const std::string& p
     blob.data = const_cast<char*>(config_.ca_data.data());
     blob.len = config_.ca_data.size();
     blob.flags = CURL_BLOB_COPY;
-    curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
+    if (curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
+      r.error = method + " " + path + ": this libcurl cannot take CA data (certificate-authority-data); use a CA file";
+      curl_slist_free_all(headers);
+      curl_easy_cleanup(curl);
+      return r;
+    }
   }
   if (config_.insecure_skip_verify) {
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
@@ -158,7 +165,7 @@ KubeResponse KubeClient::request(const std::string& method, const std::string& p
   }
   const CURLcode rc = curl_easy_perform(curl);
   if (rc != CURLE_OK) {
-    r.error = fmt::format("{} {}: {}", method, url, curl_easy_strerror(rc));
+    r.error = fmt::format("{} {}: {}", method, url, detail[0] ? detail : curl_easy_strerror(rc));
   } else {
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
     if (r.status < 200 || r.status >= 300) {
