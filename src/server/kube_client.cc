@@ -120,66 +120,91 @@ KubeClient::KubeClient(KubeConfig config, long timeout_s) : config_(std::move(co
   global_init();
 }
 
+namespace {
+
+// One call's curl handle, headers and error buffer, prepared for `config`
+// (URL, bearer token, CA file or data, insecure-skip-verify); released on
+// destruction. `error` is set when it could not be prepared.
+struct Handle {
+  CURL* curl = nullptr;
+  curl_slist* headers = nullptr;
+  curl_blob blob{};
+  char detail[CURL_ERROR_SIZE] = "";  // curl's reason, e.g. "SSL certificate problem: ..."
+  std::string error;
+
+  Handle(const KubeConfig& config, const std::string& url, const std::string& content_type) {
+    curl = curl_easy_init();
+    if (!curl) {
+      error = "cannot create a curl handle";
+      return;
+    }
+    headers = curl_slist_append(headers, "Accept: application/json");
+    if (!content_type.empty()) headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
+    if (!config.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + config.token).c_str());
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+    if (!config.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config.ca_file.c_str());
+    if (!config.ca_data.empty()) {
+      blob.data = const_cast<char*>(config.ca_data.data());
+      blob.len = config.ca_data.size();
+      blob.flags = CURL_BLOB_COPY;
+      if (curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK)
+        error = "this libcurl cannot take CA data (certificate-authority-data); use a CA file";
+    }
+    if (config.insecure_skip_verify) {
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+  }
+  ~Handle() {
+    curl_slist_free_all(headers);
+    if (curl) curl_easy_cleanup(curl);
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+
+  std::string reason(CURLcode rc) const { return detail[0] ? detail : curl_easy_strerror(rc); }
+};
+
+// The API's message from an error body (a Status object), else its start.
+std::string api_message(const std::string& body) {
+  try {
+    auto j = nlohmann::json::parse(body);
+    if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"];
+  } catch (...) {
+  }
+  return body.substr(0, 300);
+}
+
+}  // namespace
+
 KubeResponse KubeClient::request(const std::string& method, const std::string& path, const std::string& body,
                                  const std::string& content_type) const {
   KubeResponse r;
-  CURL* curl = curl_easy_init();
-  if (!curl) {
-    r.error = method + " " + path + ": cannot create a curl handle";
+  const std::string url = config_.server + path;
+  Handle h(config_, url, content_type);
+  if (!h.error.empty()) {
+    r.error = fmt::format("{} {}: {}", method, url, h.error);
     return r;
   }
-  const std::string url = config_.server + path;
-  curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Accept: application/json");
-  if (!content_type.empty()) headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
-  if (!config_.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + config_.token).c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, timeout_s_);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &r.body);
-  char detail[CURL_ERROR_SIZE] = "";  // curl's reason, e.g. "SSL certificate problem: ..."
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
+  curl_easy_setopt(h.curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, timeout_s_);
+  curl_easy_setopt(h.curl, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt(h.curl, CURLOPT_WRITEDATA, &r.body);
   if (!body.empty() || method == "POST" || method == "PATCH") {
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl_easy_setopt(h.curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(h.curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
   }
-  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
-  curl_blob blob{};
-  if (!config_.ca_data.empty()) {
-    blob.data = const_cast<char*>(config_.ca_data.data());
-    blob.len = config_.ca_data.size();
-    blob.flags = CURL_BLOB_COPY;
-    if (curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob) != CURLE_OK) {
-      r.error = method + " " + path + ": this libcurl cannot take CA data (certificate-authority-data); use a CA file";
-      curl_slist_free_all(headers);
-      curl_easy_cleanup(curl);
-      return r;
-    }
-  }
-  if (config_.insecure_skip_verify) {
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  const CURLcode rc = curl_easy_perform(curl);
+  const CURLcode rc = curl_easy_perform(h.curl);
   if (rc != CURLE_OK) {
-    r.error = fmt::format("{} {}: {}", method, url, detail[0] ? detail : curl_easy_strerror(rc));
+    r.error = fmt::format("{} {}: {}", method, url, h.reason(rc));
   } else {
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
-    if (r.status < 200 || r.status >= 300) {
-      std::string msg = r.body.substr(0, 300);
-      try {
-        auto j = nlohmann::json::parse(r.body);
-        if (j.is_object() && j.contains("message") && j["message"].is_string()) msg = j["message"];
-      } catch (...) {
-      }
-      r.error = fmt::format("{} {}: HTTP {}: {}", method, url, r.status, msg);
-    }
+    curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &r.status);
+    if (r.status < 200 || r.status >= 300)
+      r.error = fmt::format("{} {}: HTTP {}: {}", method, url, r.status, api_message(r.body));
   }
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
   return r;
 }
 
@@ -248,57 +273,31 @@ int stream_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) 
 KubeResponse KubeClient::stream_lines(const std::string& path, const std::function<bool(std::string_view)>& on_line,
                                       const std::atomic<bool>& stop, long max_s) const {
   KubeResponse r;
-  CURL* curl = curl_easy_init();
-  if (!curl) {
-    r.error = "GET " + path + ": cannot create a curl handle";
+  const std::string url = config_.server + path;
+  Handle h(config_, url, "");
+  if (!h.error.empty()) {
+    r.error = fmt::format("GET {}: {}", url, h.error);
     return r;
   }
-  const std::string url = config_.server + path;
-  curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Accept: application/json");
-  if (!config_.token.empty()) headers = curl_slist_append(headers, ("Authorization: Bearer " + config_.token).c_str());
   LineStream s;
-  s.curl = curl;
+  s.curl = h.curl;
   s.on_line = &on_line;
   s.stop = &stop;
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, timeout_s_);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, max_s);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, stream_chunk);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, stream_progress);
-  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &s);
-  if (!config_.ca_file.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, config_.ca_file.c_str());
-  curl_blob blob{};
-  if (!config_.ca_data.empty()) {
-    blob.data = const_cast<char*>(config_.ca_data.data());
-    blob.len = config_.ca_data.size();
-    blob.flags = CURL_BLOB_COPY;
-    curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &blob);
-  }
-  if (config_.insecure_skip_verify) {
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 0L);
-  }
-  const CURLcode rc = curl_easy_perform(curl);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &r.status);
+  curl_easy_setopt(h.curl, CURLOPT_CONNECTTIMEOUT, timeout_s_);
+  curl_easy_setopt(h.curl, CURLOPT_TIMEOUT, max_s);
+  curl_easy_setopt(h.curl, CURLOPT_WRITEFUNCTION, stream_chunk);
+  curl_easy_setopt(h.curl, CURLOPT_WRITEDATA, &s);
+  curl_easy_setopt(h.curl, CURLOPT_NOPROGRESS, 0L);
+  curl_easy_setopt(h.curl, CURLOPT_XFERINFOFUNCTION, stream_progress);
+  curl_easy_setopt(h.curl, CURLOPT_XFERINFODATA, &s);
+  const CURLcode rc = curl_easy_perform(h.curl);
+  curl_easy_getinfo(h.curl, CURLINFO_RESPONSE_CODE, &r.status);
   if (r.status != 0 && (r.status < 200 || r.status >= 300)) {
-    std::string msg = s.error_body.substr(0, 300);
-    try {
-      auto j = nlohmann::json::parse(s.error_body);
-      if (j.is_object() && j.contains("message") && j["message"].is_string()) msg = j["message"];
-    } catch (...) {
-    }
-    r.error = fmt::format("GET {}: HTTP {}: {}", url, r.status, msg);
+    r.error = fmt::format("GET {}: HTTP {}: {}", url, r.status, api_message(s.error_body));
   } else if (rc != CURLE_OK && rc != CURLE_OPERATION_TIMEDOUT && !s.ended_by_callback &&
              !(rc == CURLE_ABORTED_BY_CALLBACK && stop.load())) {
-    r.error = fmt::format("GET {}: {}", url, curl_easy_strerror(rc));
+    r.error = fmt::format("GET {}: {}", url, h.reason(rc));
   }
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
   return r;
 }
 

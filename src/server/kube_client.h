@@ -12,8 +12,10 @@
 //   merge patch of metadata.annotations; create_binding() POSTs a v1 Binding
 //   to /api/v1/namespaces/{ns}/pods/{name}/binding. Every call returns ""
 //   on a 2xx reply, else an error naming the call, the HTTP status and the
-//   API's message; transport errors are reported the same way. Timeouts:
-//   `timeout_s` per call.
+//   API's message; transport and TLS errors name the call and carry curl's
+//   reason (e.g. "SSL certificate problem: unable to get local issuer
+//   certificate"). Timeouts: `timeout_s` per call. All calls share one setup
+//   of URL, token and TLS options.
 // - stream_lines() GETs a watch URL and hands each complete line (one
 //   WatchEvent) to a callback as it arrives; it ends when the server closes
 //   the stream or after `max_s` seconds (error ""), on a non-2xx reply or a
