@@ -45,7 +45,7 @@ nlohmann::json parse_json_file(const std::string& path) {
   std::string text = read_all(path);
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers too large
     fail(fmt::format("{}: invalid JSON: {}", path, e.what()));
   }
 }

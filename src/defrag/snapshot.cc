@@ -167,6 +167,8 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
+  } catch (const json::exception& e) {  // out_of_range: a number too large
+    throw InputError(fmt::format("{}: malformed JSON: {}", source, e.what()));
   }
   if (!j.is_object()) rd.fail("(top level)", "expected an object");
   const std::string format = rd.string(j, "(top level)", "format");

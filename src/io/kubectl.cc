@@ -166,7 +166,7 @@ bool ends_with(std::string_view s, std::string_view p) {
 json parse_document(std::string_view text, std::string_view source) {
   try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers too large
     throw std::invalid_argument(fmt::format("{}: not valid JSON: {}", source, e.what()));
   }
 }

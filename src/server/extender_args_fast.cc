@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <utility>
 #include <cctype>
 #include <variant>
@@ -73,13 +74,11 @@ std::string brief(std::string_view text) {
   return s;
 }
 
-// Walks a document, keeping the JSON path for messages. In the thorough mode
-// it reads every value, so all of it is validated; in the quick mode (for a
-// body already known to be well-formed) values it does not need are left for
-// simdjson to step over unread.
+// Walks a document, reading every value (so all of it is validated) and
+// keeping the JSON path for messages.
 class Walker {
  public:
-  Walker(od::document& doc, bool thorough) : doc_(doc), thorough_(thorough) {}
+  explicit Walker(od::document& doc) : doc_(doc) {}
 
   std::string path() const {
     std::string p;
@@ -111,13 +110,6 @@ class Walker {
     return t;
   }
   std::string_view key_of(od::field& f) const {
-    if (!thorough_) {
-      // A key without escapes is its raw text, read in place.
-      const char* raw = f.key().raw();
-      const char* end = raw;
-      while (*end != '"' && *end != '\\') ++end;
-      if (*end == '"') return {raw, static_cast<size_t>(end - raw)};
-    }
     std::string_view k;
     check(f.unescaped_key().get(k));
     return k;
@@ -135,9 +127,8 @@ class Walker {
     return {start, static_cast<size_t>(end - start)};
   }
 
-  // Reads `v` and everything inside it (quick mode: leaves it unread).
+  // Reads `v` and everything inside it.
   void skip(od::value v, int depth) {
-    if (!thorough_) return;
     switch (type_of(v)) {
       case od::json_type::object: {
         check_depth(depth);
@@ -192,11 +183,6 @@ class Walker {
 
   // Reads `v` and returns its text.
   std::string_view skip_text(od::value v, int depth) {
-    if (!thorough_) {
-      std::string_view text;
-      check(simdjson::to_json_string(v).get(text));
-      return text;
-    }
     const char* start = start_of(v);
     skip(v, depth);
     return text_from(start);
@@ -204,7 +190,6 @@ class Walker {
 
  private:
   od::document& doc_;
-  bool thorough_;
   std::vector<std::variant<std::string_view, size_t>> path_;
 };
 
@@ -455,10 +440,10 @@ void release_if_large(od::parser& parser) {
   if (parser.capacity() > kRetainedParserBytes) parser = od::parser{};
 }
 
-ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length, bool thorough) {
+ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length) {
   od::parser& parser = ondemand_parser();
   od::document doc;
-  Walker w(doc, thorough);
+  Walker w(doc);
   if (parser.capacity() < length) w.check(parser.allocate(length + length / 4));  // headroom, as below
   w.check(parser.iterate(source->data(), length, source->size()).get(doc));
   od::json_type root_type{};
@@ -506,16 +491,146 @@ ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length,
   return a;
 }
 
+// --- the quick path -------------------------------------------------------
+// For a body the DOM parser has validated: the DOM answers which keys count
+// (with the reference's key rules) and every name; one On-Demand pass then
+// cuts out the Pod's text and each node item's text, stepping over values
+// unread. Anything outside the common shape returns nullopt, and the
+// thorough walk decides (with its messages).
+
+namespace dom = simdjson::dom;
+
+// The chosen field under the reference's key rules: its index among the
+// object's fields (-1 = absent) and value.
+struct Chosen {
+  int index = -1;
+  dom::element value;
+};
+
+template <size_t N>
+std::array<Chosen, N> choose(dom::object object, const std::array<std::string_view, N>& wanted) {
+  std::array<KeyChoice, N> keys = [&]<size_t... I>(std::index_sequence<I...>) {
+    return std::array<KeyChoice, N>{KeyChoice(wanted[I])...};
+  }(std::make_index_sequence<N>());
+  std::array<Chosen, N> out;
+  int i = 0;
+  for (dom::key_value_pair field : object) {
+    for (size_t k = 0; k < N; ++k)
+      if (keys[k].offer(field.key)) out[k] = Chosen{i, field.value};
+    ++i;
+  }
+  return out;
+}
+
+std::optional<std::string> quick_item_name(dom::element item) {
+  dom::object obj;
+  if (item.get_object().get(obj) != simdjson::SUCCESS) return std::nullopt;
+  const Chosen meta = choose<1>(obj, {"metadata"})[0];
+  dom::object meta_obj;
+  if (meta.index < 0 || meta.value.get_object().get(meta_obj) != simdjson::SUCCESS) return std::nullopt;
+  const Chosen name = choose<1>(meta_obj, {"name"})[0];
+  std::string_view text;
+  if (name.index < 0 || name.value.get_string().get(text) != simdjson::SUCCESS || text.empty()) return std::nullopt;
+  return std::string(text);
+}
+
+std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> source, size_t length,
+                                            dom::element root) {
+  dom::object root_obj;
+  if (root.get_object().get(root_obj) != simdjson::SUCCESS) return std::nullopt;
+  const auto [pod, nodes, names] = choose<3>(root_obj, {"Pod", "Nodes", "NodeNames"});
+  if (pod.index < 0 || pod.value.is_null()) return std::nullopt;
+
+  ExtenderArgs a;
+  int items_index = -1;  // in Nodes' fields
+  std::vector<std::string> item_names;
+  if (nodes.index >= 0 && !nodes.value.is_null()) {
+    dom::object nodes_obj;
+    if (nodes.value.get_object().get(nodes_obj) != simdjson::SUCCESS) return std::nullopt;
+    const Chosen items = choose<1>(nodes_obj, {"items"})[0];
+    if (items.index >= 0 && !items.value.is_null()) {
+      dom::array arr;
+      if (items.value.get_array().get(arr) != simdjson::SUCCESS) return std::nullopt;
+      item_names.reserve(arr.size());
+      for (dom::element item : arr) {
+        std::optional<std::string> name = quick_item_name(item);
+        if (!name) return std::nullopt;
+        item_names.push_back(std::move(*name));
+      }
+      items_index = items.index;
+    }
+    a.node_texts.emplace();
+  }
+  if (names.index >= 0 && !names.value.is_null()) {
+    dom::array arr;
+    if (names.value.get_array().get(arr) != simdjson::SUCCESS) return std::nullopt;
+    a.node_names.emplace();
+    a.node_names->reserve(arr.size());
+    for (dom::element e : arr) {
+      std::string_view name;
+      if (e.get_string().get(name) != simdjson::SUCCESS) return std::nullopt;
+      a.node_names->emplace_back(name);
+    }
+  }
+  if (!a.node_texts && !a.node_names) return std::nullopt;
+
+  // The texts: the Pod's, and each item's when there are items.
+  od::parser& parser = ondemand_parser();
+  if (parser.capacity() < length && parser.allocate(length + length / 4) != simdjson::SUCCESS) return std::nullopt;
+  od::document doc;
+  od::object doc_root;
+  if (parser.iterate(source->data(), length, source->size()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(doc_root) != simdjson::SUCCESS)
+    return std::nullopt;
+  std::string_view pod_text;
+  std::vector<std::string_view> item_texts;
+  const int last = std::max(pod.index, items_index >= 0 ? nodes.index : -1);
+  int i = 0;
+  for (auto f : doc_root) {
+    if (i > last) break;
+    od::field field;
+    if (std::move(f).get(field) != simdjson::SUCCESS) return std::nullopt;
+    if (i == pod.index) {
+      if (simdjson::to_json_string(field.value()).get(pod_text) != simdjson::SUCCESS) return std::nullopt;
+    } else if (i == nodes.index && items_index >= 0) {
+      od::object nodes_obj;
+      if (field.value().get_object().get(nodes_obj) != simdjson::SUCCESS) return std::nullopt;
+      int j = 0;
+      for (auto nf : nodes_obj) {
+        od::field nfield;
+        if (std::move(nf).get(nfield) != simdjson::SUCCESS) return std::nullopt;
+        if (j++ != items_index) continue;
+        od::array arr;
+        if (nfield.value().get_array().get(arr) != simdjson::SUCCESS) return std::nullopt;
+        item_texts.reserve(item_names.size());
+        for (auto e : arr) {
+          od::value item;
+          std::string_view text;
+          if (std::move(e).get(item) != simdjson::SUCCESS || simdjson::to_json_string(item).get(text) != simdjson::SUCCESS)
+            return std::nullopt;
+          item_texts.push_back(text);
+        }
+      }
+    }
+    ++i;
+  }
+  if (pod_text.empty() || item_texts.size() != item_names.size()) return std::nullopt;
+  a.pod = read_pod(pod_text);  // a Fail here: the thorough walk reports it
+  a.node_texts->reserve(item_names.size());
+  for (size_t k = 0; k < item_names.size(); ++k) a.node_texts->push_back(NodeText{std::move(item_names[k]), item_texts[k]});
+  a.source = std::move(source);
+  return a;
+}
+
 // True when the padded text is well-formed JSON nested at most kMaxJsonDepth
 // deep (simdjson's DOM parser: validates everything at GB/s).
-bool well_formed(simdjson::dom::parser& parser, const std::string& padded, size_t length) {
+bool well_formed(simdjson::dom::parser& parser, const std::string& padded, size_t length, dom::element* root) {
   if (parser.capacity() < length || parser.max_depth() != static_cast<size_t>(kMaxJsonDepth)) {
     // Headroom, so that a slowly growing node list does not reallocate on
     // every request.
     if (parser.allocate(std::max<size_t>(length + length / 4, 4096), kMaxJsonDepth) != simdjson::SUCCESS) return false;
   }
-  simdjson::dom::element root;
-  return parser.parse(padded.data(), length, false).get(root) == simdjson::SUCCESS;
+  return parser.parse(padded.data(), length, false).get(*root) == simdjson::SUCCESS;
 }
 
 std::shared_ptr<std::string> padded_copy(std::string_view body) {
@@ -526,9 +641,9 @@ std::shared_ptr<std::string> padded_copy(std::string_view body) {
   return source;
 }
 
-WireResult<ExtenderArgs> read_guarded(std::shared_ptr<const std::string> source, size_t length, bool thorough) {
+WireResult<ExtenderArgs> read_guarded(std::shared_ptr<const std::string> source, size_t length) {
   try {
-    return read_args(std::move(source), length, thorough);
+    return read_args(std::move(source), length);
   } catch (const Fail& f) {
     return WireError{f.field, f.message};
   } catch (const std::exception& e) {
@@ -543,19 +658,26 @@ WireResult<ExtenderArgs> read_guarded(std::shared_ptr<const std::string> source,
 WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body) {
   std::shared_ptr<std::string> source = padded_copy(body);
   // The common case, a well-formed body with the expected shape, takes the
-  // quick walk; anything else (malformed, too deep, a wrong type, a missing
+  // quick path; anything else (malformed, too deep, a wrong type, a missing
   // name) is read again thoroughly, whose answer and message are the reference.
   thread_local simdjson::dom::parser validator;
-  WireResult<ExtenderArgs> out = WireError{"", "not read"};
-  if (well_formed(validator, *source, body.size())) out = read_guarded(source, body.size(), false);
-  if (!out) out = read_guarded(std::move(source), body.size(), true);
+  std::optional<ExtenderArgs> quick;
+  dom::element root;
+  if (well_formed(validator, *source, body.size(), &root)) {
+    try {
+      quick = read_args_quick(source, body.size(), root);
+    } catch (const std::exception&) {  // e.g. the Pod is not a usable object
+    } catch (const Fail&) {
+    }
+  }
+  WireResult<ExtenderArgs> out = quick ? WireResult<ExtenderArgs>(std::move(*quick)) : read_guarded(source, body.size());
   if (validator.capacity() > kRetainedParserBytes) validator = simdjson::dom::parser{};
   release_if_large(ondemand_parser());
   return out;
 }
 
 WireResult<ExtenderArgs> parse_extender_args_thorough(std::string_view body) {
-  return read_guarded(padded_copy(body), body.size(), true);
+  return read_guarded(padded_copy(body), body.size());
 }
 
 }  // namespace gpupack

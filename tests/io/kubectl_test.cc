@@ -237,6 +237,9 @@ TEST(Kubectl, ErrorsNameObjectFieldAndValue) {
   EXPECT_NE(e.find("pods.json: \"items\" is missing or not an array"), std::string::npos) << e;
   e = error_of(R"({"items": [)");
   EXPECT_NE(e.find("pods.json: not valid JSON"), std::string::npos) << e;
+  // A number too large for a double is an input error too (found by fuzzing).
+  e = error_of(R"({"items": [], "x": 355554e755554})");
+  EXPECT_NE(e.find("pods.json: not valid JSON"), std::string::npos) << e;
 }
 
 TEST(Kubectl, NodeErrorsNameTheNode) {
