@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -355,26 +357,224 @@ std::vector<std::string> check_mig_parted_config(const YAML::Node& doc) {
 }
 
 // --- descheduler ------------------------------------------------------------
+//
+// The schema is sigs.k8s.io/descheduler's v1alpha2 DeschedulerPolicy (see
+// docs/KUBERNETES.md for the upstream version) as the descheduler loads it:
+// decoding is strict and case-sensitive, so an unknown or misspelt key fails
+// the whole policy; every pluginConfig name must be an in-tree plugin; every
+// enabled plugin needs a pluginConfig entry and must implement the extension
+// point it is enabled at; and the argument validators of DefaultEvictor and
+// the utilization plugins apply.
 
 namespace {
 std::string_view strategy_name(DeschedulerConfig::Strategy s) {
   return s == DeschedulerConfig::Strategy::kLowNodeUtilization ? "LowNodeUtilization" : "HighNodeUtilization";
 }
 
-void check_percent_map(Checker& c, const YAML::Node& m, const std::string& path, std::map<std::string, int64_t>& out) {
-  if (!m.IsMap() || m.size() == 0) {
-    c.add(path, "must be a non-empty map of resource -> percent");
-    return;
+// What a field holds once the YAML is read as JSON.
+enum class Kind { kString, kBool, kInt, kUint, kNumber, kMap, kList, kStringList, kDuration };
+using Fields = std::vector<std::pair<std::string, Kind>>;
+
+// A plain scalar that YAML reads as a number, boolean or null, not a string.
+bool plain_non_string(const YAML::Node& n) {
+  if (!is_plain(n)) return false;
+  static const std::regex number(R"(^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$)");
+  static const std::set<std::string> words = {
+      "true", "True", "TRUE", "false", "False", "FALSE", "yes",  "Yes",  "YES",  "no",   "No", "NO",
+      "on",   "On",   "ON",   "off",   "Off",   "OFF",   "null", "Null", "NULL", "~",    "",   ".inf",
+      ".Inf", ".INF", "-.inf", "-.Inf", "-.INF", "+.inf", ".nan", ".NaN", ".NAN"};
+  return words.count(n.Scalar()) > 0 || std::regex_match(n.Scalar(), number);
+}
+
+bool as_number(const YAML::Node& n, double& out) {
+  static const std::regex re(R"(^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$)");
+  if (!is_plain(n) || !std::regex_match(n.Scalar(), re)) return false;
+  out = std::stod(n.Scalar());
+  return true;
+}
+
+bool kind_ok(const YAML::Node& v, Kind k) {
+  int64_t i = 0;
+  double d = 0;
+  bool b = false;
+  if (v.IsNull() && (k == Kind::kMap || k == Kind::kList || k == Kind::kStringList)) return true;
+  switch (k) {
+    case Kind::kString: return v.IsScalar() && !plain_non_string(v);
+    case Kind::kBool: return as_bool(v, b);
+    case Kind::kInt: return as_int(v, i);
+    case Kind::kUint: return as_int(v, i) && i >= 0;
+    case Kind::kNumber: return as_number(v, d);
+    case Kind::kMap: return v.IsMap();
+    case Kind::kList: return v.IsSequence();
+    case Kind::kStringList:
+      if (!v.IsSequence()) return false;
+      for (const auto& x : v)
+        if (!x.IsScalar() || plain_non_string(x)) return false;
+      return true;
+    case Kind::kDuration: return v.IsScalar() && valid_duration(v.Scalar());
+  }
+  return false;
+}
+
+std::string_view kind_name(Kind k) {
+  switch (k) {
+    case Kind::kString: return "a string";
+    case Kind::kBool: return "true or false";
+    case Kind::kInt: return "an integer";
+    case Kind::kUint: return "an integer >= 0";
+    case Kind::kNumber: return "a number";
+    case Kind::kMap: return "a map";
+    case Kind::kList: return "a list";
+    case Kind::kStringList: return "a list of strings";
+    case Kind::kDuration: return "a duration such as 1h30m";
+  }
+  return "?";
+}
+
+// Every key of `m` must be one of `fields` (exact spelling) and hold its kind.
+// Returns false when `m` is not a map.
+bool check_fields(Checker& c, const YAML::Node& m, const std::string& path, const Fields& fields) {
+  if (!m.IsMap()) {
+    c.add(path.empty() ? "document" : path, "must be a map");
+    return false;
   }
   for (auto it = m.begin(); it != m.end(); ++it) {
-    std::string k = it->first.Scalar();
-    int64_t v;
-    if (!as_int(it->second, v) || v < 0 || v > 100) {
-      c.add(path + "." + k, "must be an integer percent 0..100");
+    const std::string key = it->first.Scalar();
+    const std::string at = Checker::join(path, key);
+    auto f = std::find_if(fields.begin(), fields.end(), [&](const auto& p) { return p.first == key; });
+    if (f == fields.end()) {
+      std::string hint;
+      auto lower = [](std::string t) {
+        for (char& ch : t) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        return t;
+      };
+      for (const auto& [name, kind] : fields)
+        if (lower(name) == lower(key)) hint = fmt::format(" (keys are case-sensitive: \"{}\")", name);
+      c.add(at, "unknown field; the descheduler's strict decoding rejects it" + hint);
+    } else if (!kind_ok(it->second, f->second)) {
+      c.add(at, fmt::format("must be {}", kind_name(f->second)));
+    }
+  }
+  return true;
+}
+
+// In-tree plugins and the extension points (plugins.<point>) they implement.
+const std::map<std::string, std::set<std::string>>& intree_plugins() {
+  static const std::map<std::string, std::set<std::string>> m = {
+      {"DefaultEvictor", {"filter", "preevictionfilter"}},
+      {"LowNodeUtilization", {"balance"}},
+      {"HighNodeUtilization", {"balance"}},
+      {"RemoveDuplicates", {"balance"}},
+      {"RemovePodsViolatingTopologySpreadConstraint", {"balance"}},
+      {"PodLifeTime", {"deschedule"}},
+      {"RemoveFailedPods", {"deschedule"}},
+      {"RemovePodsHavingTooManyRestarts", {"deschedule"}},
+      {"RemovePodsViolatingInterPodAntiAffinity", {"deschedule"}},
+      {"RemovePodsViolatingNodeAffinity", {"deschedule"}},
+      {"RemovePodsViolatingNodeTaints", {"deschedule"}},
+  };
+  return m;
+}
+const std::vector<std::string> kExtensionPoints = {"presort", "sort",   "deschedule",
+                                                   "balance", "filter", "preevictionfilter"};
+
+// Resource -> percent maps (api.ResourceThresholds: float percentages).
+std::map<std::string, double> check_percent_map(Checker& c, const YAML::Node& m, const std::string& path) {
+  std::map<std::string, double> out;
+  if (!m.IsMap() || m.size() == 0) {
+    c.add(path, "must be a non-empty map of resource -> percent");
+    return out;
+  }
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    const std::string k = it->first.Scalar();
+    double v = 0;
+    if (k.empty()) c.add(path, "empty resource name");
+    if (!as_number(it->second, v) || v < 0 || v > 100) {
+      c.add(path + "." + k, "must be a percent, a number in 0..100");
     } else {
       out[k] = v;
     }
   }
+  return out;
+}
+
+void check_evictable_namespaces(Checker& c, const YAML::Node& args, const std::string& path) {
+  const YAML::Node ns = args["evictableNamespaces"];
+  if (!ns || !ns.IsMap()) return;
+  check_fields(c, ns, path + ".evictableNamespaces", {{"include", Kind::kStringList}, {"exclude", Kind::kStringList}});
+  if (ns["include"] && ns["include"].IsSequence() && ns["include"].size() > 0)
+    c.add(path + ".evictableNamespaces.include", "not supported by the utilization plugins (only exclude)");
+}
+
+void check_plugin_args(Checker& c, const std::string& plugin, const YAML::Node& args, const std::string& path) {
+  if (plugin == "DefaultEvictor") {
+    if (!check_fields(c, args, path,
+                      {{"nodeSelector", Kind::kString}, {"labelSelector", Kind::kMap},
+                       {"priorityThreshold", Kind::kMap}, {"nodeFit", Kind::kBool},
+                       {"minReplicas", Kind::kUint}, {"minPodAge", Kind::kDuration},
+                       {"noEvictionPolicy", Kind::kString}, {"podProtections", Kind::kMap},
+                       {"evictLocalStoragePods", Kind::kBool}, {"evictDaemonSetPods", Kind::kBool},
+                       {"evictSystemCriticalPods", Kind::kBool}, {"ignorePvcPods", Kind::kBool},
+                       {"ignorePodsWithoutPDB", Kind::kBool}, {"evictFailedBarePods", Kind::kBool}}))
+      return;
+    if (const YAML::Node pt = args["priorityThreshold"]; pt && pt.IsMap()) {
+      check_fields(c, pt, path + ".priorityThreshold", {{"name", Kind::kString}, {"value", Kind::kInt}});
+      if (pt["name"] && pt["value"] && pt["name"].IsScalar() && !pt["name"].Scalar().empty())
+        c.add(path + ".priorityThreshold", "only one of name and value may be set");
+    }
+    if (const YAML::Node pp = args["podProtections"]; pp && pp.IsMap())
+      check_fields(c, pp, path + ".podProtections",
+                   {{"extraEnabled", Kind::kStringList},
+                    {"defaultDisabled", Kind::kStringList},
+                    {"config", Kind::kMap}});
+    if (const YAML::Node nep = args["noEvictionPolicy"]; nep && nep.IsScalar() && !nep.Scalar().empty() &&
+                                                         nep.Scalar() != "Preferred" && nep.Scalar() != "Mandatory")
+      c.add(path + ".noEvictionPolicy", "must be Preferred or Mandatory");
+    return;
+  }
+  const bool low = plugin == "LowNodeUtilization";
+  if (low || plugin == "HighNodeUtilization") {
+    Fields fields = {{"thresholds", Kind::kMap},
+                     {"numberOfNodes", Kind::kInt},
+                     {"evictionModes", Kind::kStringList},
+                     {"evictableNamespaces", Kind::kMap}};
+    if (low) {
+      fields.insert(fields.end(), {{"useDeviationThresholds", Kind::kBool},
+                                   {"targetThresholds", Kind::kMap},
+                                   {"metricsUtilization", Kind::kMap},
+                                   {"evictionLimits", Kind::kMap}});
+    }
+    if (!check_fields(c, args, path, fields)) return;
+    check_evictable_namespaces(c, args, path);
+    std::map<std::string, double> th, target;
+    const YAML::Node t = c.need(args, "thresholds", path);
+    if (t) th = check_percent_map(c, t, path + ".thresholds");
+    // gpupack's own rule: a gpupack policy balances GPUs.
+    if (t && t.IsMap() && !t["nvidia.com/gpu"]) c.add(path + ".thresholds", "must include nvidia.com/gpu");
+    if (!low) return;
+    const YAML::Node tt = c.need(args, "targetThresholds", path);
+    if (tt) target = check_percent_map(c, tt, path + ".targetThresholds");
+    bool deviation = false;
+    if (args["useDeviationThresholds"]) as_bool(args["useDeviationThresholds"], deviation);
+    for (const auto& [k, v] : th) {
+      auto it = target.find(k);
+      if (it == target.end()) {
+        if (tt && tt.IsMap() && !tt[k])
+          c.add(path + ".targetThresholds", "missing " + k + " (both maps must name the same resources)");
+      } else if (it->second < v && !deviation) {
+        c.add(path + ".targetThresholds." + k, "below its threshold");
+      }
+    }
+    if (tt && tt.IsMap() && t && t.IsMap()) {
+      for (auto it = tt.begin(); it != tt.end(); ++it) {
+        if (!t[it->first.Scalar()])
+          c.add(path + ".thresholds", "missing " + it->first.Scalar() + " (both maps must name the same resources)");
+      }
+    }
+    return;
+  }
+  // Other in-tree plugins: their arguments are not checked field by field.
+  if (!args.IsMap()) c.add(path, "must be a map");
 }
 }  // namespace
 
@@ -388,6 +588,7 @@ std::string descheduler_policy_yaml(const DeschedulerConfig& cfg) {
     }
     return n;
   };
+  if (cfg.profile_name.empty()) bad("profiles[0].name", "must not be empty");
   if (cfg.thresholds.count("nvidia.com/gpu") == 0) bad("thresholds", "must include nvidia.com/gpu");
   YAML::Node args;
   args["thresholds"] = percent_map(cfg.thresholds, "thresholds");
@@ -400,6 +601,9 @@ std::string descheduler_policy_yaml(const DeschedulerConfig& cfg) {
     if (cfg.target_thresholds.size() != cfg.thresholds.size()) bad("targetThresholds", "must name the same resources as thresholds");
     args["targetThresholds"] = percent_map(cfg.target_thresholds, "targetThresholds");
   }
+  // Only fields every v1alpha2 release reads: DefaultEvictor's nodeFit,
+  // the utilization plugins' thresholds, the balance extension point. The
+  // DefaultEvictor is enabled at filter and preevictionfilter by the loader.
   YAML::Node evictor;
   evictor["name"] = "DefaultEvictor";
   evictor["args"]["nodeFit"] = true;
@@ -420,9 +624,33 @@ std::string descheduler_policy_yaml(const DeschedulerConfig& cfg) {
 
 std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
   Checker c;
-  if (!doc.IsMap()) return {"document: must be a map"};
+  if (!check_fields(c, doc, "",
+                    {{"apiVersion", Kind::kString}, {"kind", Kind::kString}, {"profiles", Kind::kList},
+                     {"nodeSelector", Kind::kString}, {"maxNoOfPodsToEvictPerNode", Kind::kUint},
+                     {"maxNoOfPodsToEvictPerNamespace", Kind::kUint}, {"maxNoOfPodsToEvictTotal", Kind::kUint},
+                     {"evictionFailureEventNotification", Kind::kBool}, {"metricsCollector", Kind::kMap},
+                     {"metricsProviders", Kind::kList}, {"gracePeriodSeconds", Kind::kUint}}))
+    return c.problems;
   c.scalar_equals(doc, "apiVersion", "", "descheduler/v1alpha2");
   c.scalar_equals(doc, "kind", "", "DeschedulerPolicy");
+  bool collector = false;
+  if (const YAML::Node mc = doc["metricsCollector"]; mc && mc.IsMap()) {
+    check_fields(c, mc, "metricsCollector", {{"enabled", Kind::kBool}});
+    if (mc["enabled"]) as_bool(mc["enabled"], collector);
+  }
+  if (const YAML::Node mp = doc["metricsProviders"]; mp && mp.IsSequence()) {
+    if (mp.size() > 1) c.add("metricsProviders", fmt::format("at most one provider, got {}", mp.size()));
+    if (mp.size() > 0 && collector) c.add("metricsProviders", "cannot be combined with metricsCollector.enabled");
+    for (size_t i = 0; i < mp.size(); ++i) {
+      const std::string pp = fmt::format("metricsProviders[{}]", i);
+      if (!check_fields(c, mp[i], pp, {{"source", Kind::kString}, {"prometheus", Kind::kMap}})) continue;
+      if (mp[i]["source"] && mp[i]["source"].IsScalar() && mp[i]["source"].Scalar() != "KubernetesMetrics" &&
+          mp[i]["source"].Scalar() != "Prometheus")
+        c.add(pp + ".source", "must be KubernetesMetrics or Prometheus");
+      if (const YAML::Node pr = mp[i]["prometheus"]; pr && pr.IsMap())
+        check_fields(c, pr, pp + ".prometheus", {{"url", Kind::kString}, {"authToken", Kind::kMap}});
+    }
+  }
   YAML::Node profiles = c.need(doc, "profiles", "");
   if (!profiles) return c.problems;
   if (!profiles.IsSequence() || profiles.size() == 0) {
@@ -430,48 +658,57 @@ std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
     return c.problems;
   }
   for (size_t i = 0; i < profiles.size(); ++i) {
-    std::string pp = fmt::format("profiles[{}]", i);
+    const std::string pp = fmt::format("profiles[{}]", i);
     const YAML::Node& p = profiles[i];
+    if (!check_fields(c, p, pp, {{"name", Kind::kString}, {"pluginConfig", Kind::kList}, {"plugins", Kind::kMap}}))
+      continue;
     YAML::Node name = c.need(p, "name", pp);
-    if (name && (!name.IsScalar() || name.Scalar().empty())) c.add(pp + ".name", "must be a non-empty string");
+    if (name && name.IsScalar() && name.Scalar().empty()) c.add(pp + ".name", "must be a non-empty string");
     std::set<std::string> configured;
-    YAML::Node pcs = c.need(p, "pluginConfig", pp);
-    if (pcs && pcs.IsSequence()) {
+    if (const YAML::Node pcs = p["pluginConfig"]; pcs && pcs.IsSequence()) {
       for (size_t j = 0; j < pcs.size(); ++j) {
-        std::string cp = fmt::format("{}.pluginConfig[{}]", pp, j);
+        const std::string cp = fmt::format("{}.pluginConfig[{}]", pp, j);
+        if (!check_fields(c, pcs[j], cp, {{"name", Kind::kString}, {"args", Kind::kMap}})) continue;
         YAML::Node pname = c.need(pcs[j], "name", cp);
         if (!pname || !pname.IsScalar()) continue;
-        std::string n = pname.Scalar();
+        const std::string n = pname.Scalar();
+        if (intree_plugins().count(n) == 0) {
+          c.add(cp + ".name", fmt::format("\"{}\" is not an in-tree descheduler plugin", n));
+          continue;
+        }
         configured.insert(n);
-        if (n != "LowNodeUtilization" && n != "HighNodeUtilization") continue;
-        YAML::Node args = c.need(pcs[j], "args", cp);
-        if (!args) continue;
-        std::map<std::string, int64_t> th, target;
-        YAML::Node t = c.need(args, "thresholds", cp + ".args");
-        if (t) check_percent_map(c, t, cp + ".args.thresholds", th);
-        if (t && t.IsMap() && !t["nvidia.com/gpu"]) c.add(cp + ".args.thresholds", "must include nvidia.com/gpu");
-        if (n == "LowNodeUtilization") {
-          YAML::Node tt = c.need(args, "targetThresholds", cp + ".args");
-          if (tt) check_percent_map(c, tt, cp + ".args.targetThresholds", target);
-          for (const auto& [k, v] : th) {
-            auto it = target.find(k);
-            if (it == target.end()) c.add(cp + ".args.targetThresholds", "missing " + k);
-            else if (it->second < v) c.add(cp + ".args.targetThresholds." + k, "below its threshold");
-          }
-        } else if (args["targetThresholds"]) {
-          c.add(cp + ".args.targetThresholds", "not used by HighNodeUtilization");
+        const YAML::Node args = pcs[j]["args"];
+        if (args && !args.IsNull()) {
+          check_plugin_args(c, n, args, cp + ".args");
+        } else if (n == "LowNodeUtilization" || n == "HighNodeUtilization") {
+          c.add(cp + ".args", "required: the plugin needs thresholds");
         }
       }
-    } else if (pcs) {
-      c.add(pp + ".pluginConfig", "must be a list");
     }
-    YAML::Node enabled = p["plugins"]["balance"]["enabled"];
-    if (!enabled || !enabled.IsSequence()) {
-      c.add(pp + ".plugins.balance.enabled", "missing");
-    } else {
-      for (const auto& e : enabled) {
-        if (!e.IsScalar() || configured.count(e.Scalar()) == 0) {
-          c.add(pp + ".plugins.balance.enabled", fmt::format("{} has no pluginConfig", e.IsScalar() ? e.Scalar() : "?"));
+    const YAML::Node plugins = p["plugins"];
+    if (!plugins || !plugins.IsMap()) continue;
+    std::vector<std::pair<std::string, std::string>> enabled;  // (point, plugin)
+    Fields points;
+    for (const auto& e : kExtensionPoints) points.push_back({e, Kind::kMap});
+    check_fields(c, plugins, pp + ".plugins", points);
+    for (const std::string& point : kExtensionPoints) {
+      const YAML::Node set = plugins[point];
+      if (!set || !set.IsMap()) continue;
+      const std::string sp = pp + ".plugins." + point;
+      check_fields(c, set, sp, {{"enabled", Kind::kStringList}, {"disabled", Kind::kStringList}});
+      const YAML::Node en = set["enabled"];
+      if (!en || !en.IsSequence()) continue;
+      for (size_t k = 0; k < en.size(); ++k) {
+        if (!en[k].IsScalar()) continue;
+        const std::string n = en[k].Scalar();
+        const std::string ep = fmt::format("{}.enabled[{}]", sp, k);
+        auto it = intree_plugins().find(n);
+        if (it == intree_plugins().end()) {
+          c.add(ep, fmt::format("\"{}\" is not an in-tree descheduler plugin", n));
+        } else if (it->second.count(point) == 0) {
+          c.add(ep, fmt::format("{} does not implement the {} extension point", n, point));
+        } else if (configured.count(n) == 0 && n != "DefaultEvictor") {
+          c.add(ep, fmt::format("{} has no pluginConfig entry", n));
         }
       }
     }

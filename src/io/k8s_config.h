@@ -12,8 +12,13 @@
 //   resources, replicas >= 2, MPS only for nvidia.com/gpu and <= 48 replicas),
 //   mig-parted v1 (version, mig-configs, devices "all" or ints, mig-enabled,
 //   mig-devices only when enabled, profile names like 1g.10gb / 1c.2g.20gb+me),
-//   descheduler v1alpha2 Low/HighNodeUtilization (percent thresholds,
-//   nvidia.com/gpu present, thresholds <= targets), KubeSchedulerConfiguration
+//   descheduler v1alpha2 DeschedulerPolicy as the descheduler's strict loader
+//   reads it (exact key names at every level, value types, in-tree plugin
+//   names, each enabled plugin configured and at an extension point it
+//   implements, DefaultEvictor and Low/HighNodeUtilization argument rules:
+//   percents 0..100, the same resources in thresholds and targetThresholds,
+//   thresholds <= targets; plus gpupack's rule that nvidia.com/gpu is among
+//   the thresholds), KubeSchedulerConfiguration
 //   v1 `extenders:` (urlPrefix, weight > 0 with prioritizeVerb, one binder,
 //   valid unique managed resources, durations).
 // - MIG geometry (whether a layout fits a GPU) is not checked here.
@@ -76,6 +81,10 @@ struct DeschedulerConfig {
   std::map<std::string, int> target_thresholds = {{"cpu", 50}, {"memory", 50}, {"pods", 50}, {"nvidia.com/gpu", 50}};
 };
 
+// One profile: DefaultEvictor (nodeFit) and the strategy, enabled at the
+// balance extension point (High ignores target_thresholds). Throws on
+// percents outside 0..100, thresholds without nvidia.com/gpu, and Low targets
+// that differ in resources or sit below a threshold.
 std::string descheduler_policy_yaml(const DeschedulerConfig& cfg);
 std::vector<std::string> check_descheduler_policy(const YAML::Node& doc);
 

@@ -386,6 +386,62 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
       fail(obj, annotation_field(annotations::kAssignedGpus), e.what());
     }
   }
+  const std::string* scope = find_annotation(pod, annotations::kGpuScope);
+  const std::string* policy = find_annotation(pod, annotations::kGpuScopePolicy);
+  if (scope != nullptr) {
+    const std::string field = annotation_field(annotations::kGpuScope);
+    GpuScope s = GpuScope::kAny;
+    const std::string text = trim(*scope);
+    if (text.empty() || !parse_gpu_scope(text, &s) || s == GpuScope::kAny) {
+      fail(obj, field, fmt::format("\"{}\" is not nvlink, pcie-switch or numa", *scope));
+    }
+    if (pod.request.gpu_count == 0) {
+      fail(obj, field, fmt::format("applies to pods that request GPUs ({} or {}); this pod requests none",
+                                   kGpuResource, annotations::kGpuMilli));
+    }
+    pod.request.gpu_scope = s;
+    pod.request.scope_required = true;
+    if (policy != nullptr) {
+      const std::string p = trim(*policy);
+      if (p == "preferred") {
+        pod.request.scope_required = false;
+      } else if (p != "required") {
+        fail(obj, annotation_field(annotations::kGpuScopePolicy),
+             fmt::format("\"{}\" is not required or preferred", *policy));
+      }
+    }
+  } else if (policy != nullptr) {
+    fail(obj, annotation_field(annotations::kGpuScopePolicy), fmt::format("given without {}", annotations::kGpuScope));
+  }
+}
+
+// Applies gpupack.io/gpu-topology (when present) to the node's GPU setup.
+void apply_gpu_topology(const std::string& obj, K8sNode& n) {
+  auto it = n.annotations.find(std::string(annotations::kGpuTopology));
+  if (it == n.annotations.end()) return;
+  GpuTopology t;
+  try {
+    t = parse_gpu_topology(it->second, n.spec.gpu_count);
+  } catch (const std::invalid_argument& e) {
+    fail(obj, annotation_field(annotations::kGpuTopology), e.what());
+  }
+  n.gpu_topology_scopes = t.scopes;
+  n.spec.gpus.assign(static_cast<size_t>(n.spec.gpu_count), GpuSetup{});
+  for (size_t g = 0; g < n.spec.gpus.size(); ++g) {
+    GpuSetup& gpu = n.spec.gpus[g];
+    if (!t.nvlink.empty()) gpu.nvlink_domain = t.nvlink[g];
+    if (!t.pcie_switch.empty()) gpu.pcie_switch = t.pcie_switch[g];
+    if (!t.numa.empty()) gpu.numa = t.numa[g];
+  }
+  // Kubernetes does not report CPUs and memory per NUMA node: the node's are
+  // split evenly (the first NUMA node takes the remainder). Only NUMA-pinned
+  // requests read the split, and pods from the API are never pinned.
+  if (t.numa_nodes > 0) {
+    const int k = t.numa_nodes;
+    n.spec.numa.assign(static_cast<size_t>(k), NumaSpec{n.spec.cpu_milli / k, n.spec.memory_mib / k});
+    n.spec.numa[0].cpu_milli += n.spec.cpu_milli % k;
+    n.spec.numa[0].memory_mib += n.spec.memory_mib % k;
+  }
 }
 
 }  // namespace
@@ -554,7 +610,88 @@ K8sNode parse_node(const json& j) {
   if (n.gpu_memory_mib == 0 && n.gpu_model_known) {
     n.gpu_memory_mib = GpuCatalog::builtin().spec(n.spec.gpu_model).memory_mib;
   }
+  apply_gpu_topology(obj, n);
   return n;
+}
+
+// --- GPU topology annotation ----------------------------------------------
+
+GpuTopology parse_gpu_topology(std::string_view value, int gpu_count) {
+  auto bad = [&](std::string_view why) -> std::invalid_argument {
+    return std::invalid_argument(fmt::format("\"{}\": {}", value, why));
+  };
+  auto split = [](std::string_view text, char sep) {
+    std::vector<std::string_view> parts;
+    while (true) {
+      const size_t at = text.find(sep);
+      parts.push_back(text.substr(0, at));
+      if (at == std::string_view::npos) break;
+      text = text.substr(at + 1);
+    }
+    return parts;
+  };
+  auto index = [&](std::string_view level, const std::string& tok) -> int {
+    if (tok.empty() || tok.size() > 2 || tok.find_first_not_of("0123456789") != std::string::npos) {
+      throw bad(fmt::format("{}: \"{}\" is not a GPU index", level, tok));
+    }
+    const int g = std::stoi(tok);
+    if (g >= gpu_count) {
+      throw bad(gpu_count == 0 ? fmt::format("{}: GPU {} given but the node has no GPUs", level, g)
+                               : fmt::format("{}: GPU {} is beyond the node's {} GPUs (0..{})", level, g, gpu_count,
+                                             gpu_count - 1));
+    }
+    return g;
+  };
+  GpuTopology t;
+  if (trim(value).empty()) throw bad("empty; expected <level>=<group>|<group>... (levels nvlink, pcie-switch, numa)");
+  for (std::string_view item : split(value, ';')) {
+    const size_t eq = item.find('=');
+    if (trim(item).empty()) throw bad("an empty item between ';'");
+    if (eq == std::string_view::npos) throw bad(fmt::format("\"{}\" is not <level>=<groups>", trim(item)));
+    const std::string level = trim(item.substr(0, eq));
+    GpuScope scope = GpuScope::kAny;
+    if (!parse_gpu_scope(level, &scope) || scope == GpuScope::kAny || level != to_string(scope)) {
+      throw bad(fmt::format("unknown level \"{}\" (known: nvlink, pcie-switch, numa)", level));
+    }
+    std::vector<int8_t>* ids = scope == GpuScope::kNvlink       ? &t.nvlink
+                               : scope == GpuScope::kPcieSwitch ? &t.pcie_switch
+                                                                : &t.numa;
+    const uint8_t bit = static_cast<uint8_t>(1u << static_cast<unsigned>(scope));
+    if (t.scopes & bit) throw bad(fmt::format("level {} given twice", level));
+    t.scopes |= bit;
+    ids->assign(static_cast<size_t>(gpu_count), -1);
+    const std::string_view groups = item.substr(eq + 1);
+    if (trim(groups).empty()) throw bad(fmt::format("{}: no groups", level));
+    int group = 0;
+    for (std::string_view grp : split(groups, '|')) {
+      if (trim(grp).empty()) throw bad(fmt::format("{}: an empty group", level));
+      for (std::string_view tok : split(grp, ',')) {
+        const std::string part = trim(tok);
+        const size_t dash = part.find('-');
+        int lo = 0, hi = 0;
+        if (dash == std::string::npos) {
+          lo = hi = index(level, part);
+        } else {
+          lo = index(level, trim(std::string_view(part).substr(0, dash)));
+          hi = index(level, trim(std::string_view(part).substr(dash + 1)));
+          if (lo > hi) throw bad(fmt::format("{}: range {} runs backwards", level, part));
+        }
+        for (int g = lo; g <= hi; ++g) {
+          int8_t& id = (*ids)[static_cast<size_t>(g)];
+          if (id >= 0) throw bad(fmt::format("{}: GPU {} is in more than one group", level, g));
+          id = static_cast<int8_t>(group);
+        }
+      }
+      ++group;
+    }
+    if (scope == GpuScope::kNuma) {
+      t.numa_nodes = group;
+      for (int g = 0; g < gpu_count; ++g) {
+        if (t.numa[static_cast<size_t>(g)] < 0) throw bad(fmt::format("numa: GPU {} is on no NUMA node", g));
+      }
+    }
+  }
+  return t;
 }
 
 // --- pods ---------------------------------------------------------------

@@ -12,6 +12,11 @@
 //   (time-slicing/MPS replicas, resolved per node by request_on()),
 //   `nvidia.com/mig-<profile>` (kept in K8sPod::mig_devices, not in Request) and
 //   the gpupack.io annotations documented in docs/KUBERNETES.md.
+// - GPU topology inside a node comes from the node annotation
+//   gpupack.io/gpu-topology (NVLink domains, PCIe switches, NUMA nodes as
+//   groups of GPU indices) and fills NodeSpec::gpus; a pod asks for its GPUs
+//   in one such group with gpupack.io/gpu-scope (Request::gpu_scope,
+//   scope_required unless gpupack.io/gpu-scope-policy says "preferred").
 // - Every error is a std::invalid_argument whose message starts with the
 //   object ("Pod ns/name", "Node name"), then the JSON field path, then the
 //   offending value. Parsing has no side effects; functions are thread-safe.
@@ -34,7 +39,7 @@
 
 namespace gpupack {
 
-// gpupack's own pod annotations (see docs/KUBERNETES.md).
+// gpupack's own pod and node annotations (see docs/KUBERNETES.md).
 namespace annotations {
 inline constexpr std::string_view kGpuMilli = "gpupack.io/gpu-milli";            // 1..1000 per GPU
 inline constexpr std::string_view kGpuMemoryMib = "gpupack.io/gpu-memory-mib";   // per GPU, MiB
@@ -43,6 +48,12 @@ inline constexpr std::string_view kGangName = "gpupack.io/gang-name";
 inline constexpr std::string_view kGangSize = "gpupack.io/gang-size";
 inline constexpr std::string_view kGangMinMember = "gpupack.io/gang-min-member";
 inline constexpr std::string_view kAssignedGpus = "gpupack.io/assigned-gpus";    // "node-a:0,1[@milli]"
+// Pod: keep the GPUs in one group of this kind: nvlink | pcie-switch | numa.
+inline constexpr std::string_view kGpuScope = "gpupack.io/gpu-scope";
+// Pod: required (the default: nodes without such a group are filtered out) | preferred.
+inline constexpr std::string_view kGpuScopePolicy = "gpupack.io/gpu-scope-policy";
+// Node: "nvlink=0-3|4-7;pcie-switch=0,1|2,3|4,5|6,7;numa=0-3|4-7".
+inline constexpr std::string_view kGpuTopology = "gpupack.io/gpu-topology";
 // Accepted for compatibility with openb/Alibaba traces and captures.
 inline constexpr std::string_view kAlibabaGpuMilli = "alibabacloud.com/gpu-milli";
 inline constexpr std::string_view kAlibabaGpuCount = "alibabacloud.com/gpu-count";
@@ -75,7 +86,28 @@ struct K8sNode {
   int64_t gpu_resource = 0;         // allocatable nvidia.com/gpu
   int64_t gpu_shared_resource = 0;  // allocatable nvidia.com/gpu.shared
   std::map<std::string, int64_t> mig_devices;  // profile ("1g.10gb") -> allocatable count
+  // Levels that gpupack.io/gpu-topology declares, bit (1 << GpuScope); the
+  // groups are the ids in spec.gpus (and spec.numa for NUMA).
+  uint8_t gpu_topology_scopes = 0;
+  bool declares(GpuScope s) const { return (gpu_topology_scopes >> static_cast<unsigned>(s)) & 1u; }
 };
+
+// The parsed value of gpupack.io/gpu-topology for a node of `gpu_count` GPUs:
+// per GPU, the group id at each level (-1 = in no group at that level).
+// Groups are numbered in the order written.
+struct GpuTopology {
+  std::vector<int8_t> nvlink;       // one per GPU when `scopes` has nvlink, else empty
+  std::vector<int8_t> pcie_switch;  // likewise
+  std::vector<int8_t> numa;         // likewise; every GPU is on exactly one NUMA node
+  int numa_nodes = 0;               // groups at the numa level
+  uint8_t scopes = 0;               // bit (1 << GpuScope) per level given
+};
+// Format: `<level>=<group>|<group>...` items joined by ';', levels nvlink,
+// pcie-switch, numa (each at most once), a group is GPU indices and ranges
+// joined by ',' ("0-3", "0,2,4-5"). A GPU is in at most one group per level;
+// at the numa level in exactly one. Spaces around tokens are ignored.
+// Throws std::invalid_argument naming the value and the problem.
+GpuTopology parse_gpu_topology(std::string_view value, int gpu_count);
 
 struct GangSpec {
   std::string name;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <set>
 #include <stdexcept>
 
@@ -254,6 +255,58 @@ std::optional<K8sPod> ExtenderService::parse_args_pod(const nlohmann::json& pod,
   }
 }
 
+namespace {
+
+// GPU topology for gpupack.io/gpu-scope (see docs/KUBERNETES.md): groups of
+// a node's GPUs at one level, read from the ClusterState's per-GPU ids.
+int scope_group(const ClusterState& s, NodeId n, int g, GpuScope scope) {
+  switch (scope) {
+    case GpuScope::kNvlink: return s.gpu_nvlink_domain(n, g);
+    case GpuScope::kPcieSwitch: return s.gpu_pcie_switch(n, g);
+    case GpuScope::kNuma: return s.gpu_numa(n, g);
+    default: return -1;
+  }
+}
+
+// Bit g = GPU g is in the group `id` at `scope`.
+uint32_t scope_members(const ClusterState& s, NodeId n, GpuScope scope, int id) {
+  uint32_t m = 0;
+  for (int g = 0; g < s.gpu_count(n); ++g)
+    if (scope_group(s, n, g, scope) == id) m |= 1u << g;
+  return m;
+}
+
+// GPUs in the largest group at `scope` (0 when the node has none).
+int largest_group(const ClusterState& s, NodeId n, GpuScope scope) {
+  int best = 0;
+  for (int g = 0; g < s.gpu_count(n); ++g) {
+    const int id = scope_group(s, n, g, scope);
+    if (id >= 0) best = std::max(best, std::popcount(scope_members(s, n, scope, id)));
+  }
+  return best;
+}
+
+// The `eligible` GPUs (bit g = GPU g) of the smallest group at `scope` that
+// holds at least `count` of them, lowest group id on ties; 0 when none does.
+// The same rule as the engine's in-node choice (policy/gpu_choice.h).
+uint32_t aligned_set(const ClusterState& s, NodeId n, GpuScope scope, uint32_t eligible, int count) {
+  uint32_t best = 0;
+  int best_size = 0;
+  for (int g = 0; g < s.gpu_count(n); ++g) {
+    const int id = scope_group(s, n, g, scope);
+    if (id < 0 || g != std::countr_zero(scope_members(s, n, scope, id))) continue;  // each group once
+    const uint32_t members = scope_members(s, n, scope, id);
+    if (std::popcount(members & eligible) < count) continue;
+    if (best == 0 || std::popcount(members) < best_size) {
+      best = members & eligible;
+      best_size = std::popcount(members);
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 ExtenderService::Fit ExtenderService::check_node_locked(int n, const K8sPod& pod, const std::vector<int64_t>* mem_override,
                                                         const std::map<std::string, int64_t>* mig_override) const {
   const K8sNode& node = nodes_[n];
@@ -285,28 +338,61 @@ ExtenderService::Fit ExtenderService::check_node_locked(int n, const K8sPod& pod
                         node.gpu_product)};
   }
   Status s = explain_fit(*state_, id, req);
-  if (!s.is_ok()) {
-    return {s.dimension, s.code == Status::Code::kUnschedulableAndUnresolvable,
-            fmt::format("{}: {}", to_string(s.dimension), s.message)};
+  const bool unresolvable = s.code == Status::Code::kUnschedulableAndUnresolvable;
+  if (!s.is_ok() && unresolvable) {
+    return {s.dimension, true, fmt::format("{}: {}", to_string(s.dimension), s.message)};
   }
+  // A required scope on a node that cannot offer it, free or not.
+  const bool scoped = req.is_gpu() && req.scope_required && req.gpu_scope != GpuScope::kAny;
+  const std::string_view scope = to_string(req.gpu_scope);
+  if (scoped && !node.declares(req.gpu_scope)) {
+    return {Dimension::kTopology, true,
+            fmt::format("topology: node {} declares no {} groups ({} annotation), the pod requires its GPUs in one",
+                        node.spec.name, scope, annotations::kGpuTopology)};
+  }
+  if (scoped && largest_group(*state_, id, req.gpu_scope) < req.gpu_count) {
+    return {Dimension::kTopology, true,
+            fmt::format("topology: node {}: its largest {} group has {} GPUs, {} requested in one", node.spec.name,
+                        scope, largest_group(*state_, id, req.gpu_scope), req.gpu_count)};
+  }
+  // A topology failure of the engine (counting free milli only) is reported
+  // below with the GPU memory taken into account, in one wording.
+  const bool engine_topology = !s.is_ok() && scoped && s.dimension == Dimension::kTopology;
+  if (!s.is_ok() && !engine_topology) {
+    return {s.dimension, false, fmt::format("{}: {}", to_string(s.dimension), s.message)};
+  }
+  // GPUs with the milli and (when the node's GPU memory is known) the memory free.
+  const auto free_milli = state_->gpu_free_milli(id);
+  const auto& used = mem_override ? *mem_override : gpu_mem_used_[n];
+  const int64_t mem = req.is_gpu() ? pod_gpu_memory_mib(pod, req, node.gpu_memory_mib) : 0;
+  uint32_t eligible = 0;
+  for (size_t g = 0; g < free_milli.size(); ++g)
+    if (free_milli[g] >= req.gpu_milli && (node.gpu_memory_mib <= 0 || node.gpu_memory_mib - used[g] >= mem))
+      eligible |= 1u << g;
   if (req.is_gpu() && node.gpu_memory_mib > 0) {
-    const int64_t mem = pod_gpu_memory_mib(pod, req, node.gpu_memory_mib);
     if (mem > node.gpu_memory_mib) {
       return {Dimension::kGpuMemory, true,
               fmt::format("gpu_memory: node {} GPUs have {} MiB, {} MiB requested per GPU", node.spec.name,
                           node.gpu_memory_mib, mem)};
     }
-    const auto& used = mem_override ? *mem_override : gpu_mem_used_[n];
-    auto free_milli = state_->gpu_free_milli(id);
-    int ok = 0;
-    for (size_t g = 0; g < free_milli.size(); ++g)
-      ok += free_milli[g] >= req.gpu_milli && node.gpu_memory_mib - used[g] >= mem;
+    const int ok = std::popcount(eligible);
     if (ok < req.gpu_count) {
       return {Dimension::kGpuMemory, false,
               fmt::format("gpu_memory: node {}: {} GPUs with {} MiB and {} milli free, {} needed", node.spec.name,
                           ok, mem, req.gpu_milli, req.gpu_count)};
     }
   }
+  // Enough GPUs are free, but are enough of them in one group?
+  if (scoped && aligned_set(*state_, id, req.gpu_scope, eligible, req.gpu_count) == 0) {
+    return {Dimension::kTopology, false,
+            node.gpu_memory_mib > 0
+                ? fmt::format("topology: node {}: no {} group has {} GPUs with {} milli and {} MiB free "
+                              "({} such GPUs on the node)",
+                              node.spec.name, scope, req.gpu_count, req.gpu_milli, mem, std::popcount(eligible))
+                : fmt::format("topology: node {}: no {} group has {} GPUs with {} milli free ({} such GPUs on the node)",
+                              node.spec.name, scope, req.gpu_count, req.gpu_milli, std::popcount(eligible))};
+  }
+  if (engine_topology) return {Dimension::kTopology, false, fmt::format("topology: {}", s.message)};
   return f;
 }
 
@@ -485,6 +571,21 @@ uint32_t ExtenderService::choose_gpus_locked(int n, const K8sPod& pod, const Req
   bool mask_ok = std::popcount(mask) == req.gpu_count;
   for (size_t g = 0; g < eligible.size() && mask_ok; ++g)
     if ((mask >> g & 1u) && eligible[g] < req.gpu_milli) mask_ok = false;
+  if (req.gpu_scope != GpuScope::kAny) {
+    // Keep the policy's GPUs when they already share a group; else best fit
+    // inside the smallest group that holds the pod. A preferred scope with
+    // no such group falls back to the plain choice below.
+    if (mask_ok && aligned_set(*state_, id, req.gpu_scope, mask, req.gpu_count) == mask) return mask;
+    uint32_t fit = 0;
+    for (size_t g = 0; g < eligible.size(); ++g)
+      if (eligible[g] >= req.gpu_milli) fit |= 1u << g;
+    if (const uint32_t set = aligned_set(*state_, id, req.gpu_scope, fit, req.gpu_count); set != 0) {
+      std::vector<int32_t> in_set = eligible;
+      for (size_t g = 0; g < in_set.size(); ++g)
+        if (!(set >> g & 1u)) in_set[g] = -1;
+      return choose_gpus_best_fit(in_set, req);
+    }
+  }
   return mask_ok ? mask : choose_gpus_best_fit(eligible, req);
 }
 

@@ -21,14 +21,19 @@
 //   blocked it in the message ("gpu_milli: ...", "gpu_memory: ...",
 //   "mig_slot: ...", "model: ...", "cpu: ...", "memory: ...",
 //   "topology: ..."); failures that no preemption can fix go to
-//   FailedAndUnresolvableNodes. Nodes sent as full objects that the service
+//   FailedAndUnresolvableNodes. "topology" comes from a pod's required
+//   gpupack.io/gpu-scope: unresolvable when the node declares no such groups
+//   (gpupack.io/gpu-topology) or none as large as the pod, else when no group
+//   has enough GPUs with the milli and GPU memory free. Nodes sent as full objects that the service
 //   does not know yet are added to the model. Unknown node names (cache mode)
 //   are unresolvable.
 // - prioritize(): the policy's score of each feasible candidate, min-max
 //   rescaled over the candidates to 0..100 and mapped to 0..10 (rounded to
 //   nearest); infeasible candidates score 0; equal scores all get 10.
 // - bind(): chooses the GPUs (policy's choice, restricted to GPUs with enough
-//   free GPU memory), updates the model, then, when a Binder is set, writes
+//   free GPU memory; for a pod with gpupack.io/gpu-scope, kept when it lies in
+//   one group, else best fit in the smallest group that holds the pod),
+//   updates the model, then, when a Binder is set, writes
 //   the assignment annotation and creates the Binding through it; on a binder
 //   error the model change is undone. Binding a pod already bound to the same
 //   node is a no-op success (retries never double-charge).

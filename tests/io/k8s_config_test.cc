@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <stdexcept>
 
 namespace gpupack {
@@ -97,33 +98,178 @@ TEST(K8sConfig, MigPartedSkeleton) {
 
 TEST(K8sConfig, DeschedulerPolicies) {
   DeschedulerConfig low;
-  YAML::Node doc = YAML::Load(descheduler_policy_yaml(low));
-  EXPECT_TRUE(check_descheduler_policy(doc).empty()) << descheduler_policy_yaml(low);
-  EXPECT_EQ(doc["profiles"][0]["pluginConfig"][1]["name"].as<std::string>(), "LowNodeUtilization");
-  EXPECT_EQ(doc["profiles"][0]["pluginConfig"][1]["args"]["thresholds"]["nvidia.com/gpu"].as<int>(), 20);
-  EXPECT_EQ(doc["profiles"][0]["pluginConfig"][1]["args"]["targetThresholds"]["nvidia.com/gpu"].as<int>(), 50);
-  EXPECT_EQ(doc["profiles"][0]["plugins"]["balance"]["enabled"][0].as<std::string>(), "LowNodeUtilization");
+  const std::string low_text = descheduler_policy_yaml(low);
+  YAML::Node doc = YAML::Load(low_text);
+  EXPECT_TRUE(check_descheduler_policy(doc).empty()) << low_text;
+  // The exact shape: top level, one profile, two plugin configs, one extension point.
+  EXPECT_EQ(doc.size(), 3u);
+  EXPECT_EQ(doc["apiVersion"].as<std::string>(), "descheduler/v1alpha2");
+  EXPECT_EQ(doc["kind"].as<std::string>(), "DeschedulerPolicy");
+  ASSERT_EQ(doc["profiles"].size(), 1u);
+  const YAML::Node profile = doc["profiles"][0];
+  EXPECT_EQ(profile.size(), 3u);
+  EXPECT_EQ(profile["name"].as<std::string>(), "gpupack");
+  ASSERT_EQ(profile["pluginConfig"].size(), 2u);
+  EXPECT_EQ(profile["pluginConfig"][0]["name"].as<std::string>(), "DefaultEvictor");
+  EXPECT_EQ(profile["pluginConfig"][0]["args"].size(), 1u);
+  EXPECT_TRUE(profile["pluginConfig"][0]["args"]["nodeFit"].as<bool>());
+  const YAML::Node lnu = profile["pluginConfig"][1];
+  EXPECT_EQ(lnu["name"].as<std::string>(), "LowNodeUtilization");
+  EXPECT_EQ(lnu["args"].size(), 2u);
+  EXPECT_EQ(lnu["args"]["thresholds"].size(), 4u);
+  EXPECT_EQ(lnu["args"]["thresholds"]["nvidia.com/gpu"].as<int>(), 20);
+  EXPECT_EQ(lnu["args"]["thresholds"]["pods"].as<int>(), 20);
+  EXPECT_EQ(lnu["args"]["targetThresholds"]["nvidia.com/gpu"].as<int>(), 50);
+  EXPECT_EQ(profile["plugins"].size(), 1u);
+  EXPECT_EQ(profile["plugins"]["balance"].size(), 1u);
+  ASSERT_EQ(profile["plugins"]["balance"]["enabled"].size(), 1u);
+  EXPECT_EQ(profile["plugins"]["balance"]["enabled"][0].as<std::string>(), "LowNodeUtilization");
 
   DeschedulerConfig high;
   high.strategy = DeschedulerConfig::Strategy::kHighNodeUtilization;
   high.thresholds = {{"cpu", 30}, {"nvidia.com/gpu", 40}};
   YAML::Node h = YAML::Load(descheduler_policy_yaml(high));
-  EXPECT_TRUE(check_descheduler_policy(h).empty());
-  EXPECT_FALSE(h["profiles"][0]["pluginConfig"][1]["args"]["targetThresholds"]);
+  EXPECT_TRUE(check_descheduler_policy(h).empty()) << descheduler_policy_yaml(high);
+  EXPECT_EQ(h["profiles"][0]["pluginConfig"][1]["name"].as<std::string>(), "HighNodeUtilization");
+  EXPECT_EQ(h["profiles"][0]["pluginConfig"][1]["args"].size(), 1u);  // thresholds only
+  EXPECT_EQ(h["profiles"][0]["plugins"]["balance"]["enabled"][0].as<std::string>(), "HighNodeUtilization");
 
-  low.target_thresholds["nvidia.com/gpu"] = 10;
-  EXPECT_THROW(descheduler_policy_yaml(low), std::invalid_argument);
+  DeschedulerConfig below = low;
+  below.target_thresholds["nvidia.com/gpu"] = 10;
+  EXPECT_THROW(descheduler_policy_yaml(below), std::invalid_argument);
   DeschedulerConfig nogpu;
   nogpu.thresholds.erase("nvidia.com/gpu");
   EXPECT_THROW(descheduler_policy_yaml(nogpu), std::invalid_argument);
+  DeschedulerConfig extra_target = low;
+  extra_target.target_thresholds["nvidia.com/gpu.shared"] = 60;
+  EXPECT_THROW(descheduler_policy_yaml(extra_target), std::invalid_argument);
+  DeschedulerConfig over = low;
+  over.thresholds["cpu"] = 101;
+  EXPECT_THROW(descheduler_policy_yaml(over), std::invalid_argument);
 
-  doc["profiles"][0]["pluginConfig"][1]["args"]["thresholds"]["cpu"] = 120;
-  doc["profiles"][0]["pluginConfig"][1]["args"]["targetThresholds"]["nvidia.com/gpu"] = 5;
-  doc["kind"] = "Policy";
-  auto p = check_descheduler_policy(doc);
-  EXPECT_TRUE(mentions(p, "thresholds.cpu: must be an integer percent"));
-  EXPECT_TRUE(mentions(p, "targetThresholds.nvidia.com/gpu: below its threshold"));
+  // Value rules of the utilization plugins.
+  YAML::Node v = YAML::Clone(doc);
+  v["profiles"][0]["pluginConfig"][1]["args"]["thresholds"]["cpu"] = 120;
+  v["profiles"][0]["pluginConfig"][1]["args"]["targetThresholds"]["nvidia.com/gpu"] = 5;
+  v["kind"] = "Policy";
+  auto p = check_descheduler_policy(v);
+  EXPECT_TRUE(mentions(p, "profiles[0].pluginConfig[1].args.thresholds.cpu: must be a percent"));
+  EXPECT_TRUE(mentions(p, "profiles[0].pluginConfig[1].args.targetThresholds.nvidia.com/gpu: below its threshold"));
   EXPECT_TRUE(mentions(p, "kind: must be \"DeschedulerPolicy\""));
+}
+
+TEST(K8sConfig, DeschedulerCheckerFollowsTheStrictV1alpha2Schema) {
+  const YAML::Node good = YAML::Load(descheduler_policy_yaml(DeschedulerConfig{}));
+  auto problems_after = [&](const std::function<void(YAML::Node&)>& edit) {
+    YAML::Node d = YAML::Clone(good);
+    edit(d);
+    return check_descheduler_policy(d);
+  };
+  auto args = [](YAML::Node& d) { return d["profiles"][0]["pluginConfig"][1]["args"]; };
+
+  // Percentages are float64 upstream: fractions pass; quoted numbers do not.
+  EXPECT_TRUE(problems_after([&](YAML::Node& d) { args(d)["thresholds"]["cpu"] = 12.5; }).empty());
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { args(d)["thresholds"]["cpu"] = YAML::Load("\"20\""); }),
+                       "thresholds.cpu: must be a percent"));
+  // Both maps name the same resources, each way.
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { args(d)["targetThresholds"].remove("memory"); }),
+                       "args.targetThresholds: missing memory"));
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { args(d)["targetThresholds"]["ephemeral-storage"] = 50; }),
+                       "args.thresholds: missing ephemeral-storage"));
+  // Deviation thresholds may have targets below thresholds.
+  EXPECT_TRUE(problems_after([&](YAML::Node& d) {
+                args(d)["useDeviationThresholds"] = true;
+                args(d)["targetThresholds"]["cpu"] = 5;
+              }).empty());
+  // Misspelt or unknown keys fail strict decoding, at every level.
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { args(d)["targetThreshold"] = args(d)["targetThresholds"]; }),
+                       "args.targetThreshold: unknown field"));
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { d["strategies"] = YAML::Node(YAML::NodeType::Map); }),
+                       "strategies: unknown field"));
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { d["profiles"][0]["pluginConfigs"] = 1; }),
+                       "profiles[0].pluginConfigs: unknown field"));
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
+                         d["profiles"][0]["pluginConfig"][0]["args"]["nodefit"] = true;
+                       }),
+                       "args.nodefit: unknown field; the descheduler's strict decoding rejects it (keys are "
+                       "case-sensitive: \"nodeFit\")"));
+  // Extension points are spelt as the v1alpha2 JSON tags; "evict" is gone.
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
+                         d["profiles"][0]["plugins"]["preEvictionFilter"]["enabled"].push_back("DefaultEvictor");
+                       }),
+                       "plugins.preEvictionFilter: unknown field; the descheduler's strict decoding rejects it (keys are "
+                       "case-sensitive: \"preevictionfilter\")"));
+  EXPECT_TRUE(problems_after([&](YAML::Node& d) {
+                d["profiles"][0]["plugins"]["preevictionfilter"]["enabled"].push_back("DefaultEvictor");
+                d["profiles"][0]["plugins"]["filter"]["enabled"].push_back("DefaultEvictor");
+              }).empty());
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
+                         d["profiles"][0]["plugins"]["evict"]["enabled"].push_back("DefaultEvictor");
+                       }),
+                       "profiles[0].plugins.evict: unknown field"));
+  // A plugin only where it implements the extension point, and configured.
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
+                         d["profiles"][0]["plugins"]["deschedule"]["enabled"].push_back("LowNodeUtilization");
+                       }),
+                       "plugins.deschedule.enabled[0]: LowNodeUtilization does not implement the deschedule extension "
+                       "point"));
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
+                         d["profiles"][0]["plugins"]["deschedule"]["enabled"].push_back("PodLifeTime");
+                       }),
+                       "plugins.deschedule.enabled[0]: PodLifeTime has no pluginConfig entry"));
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
+                         d["profiles"][0]["plugins"]["balance"]["enabled"].push_back("GpuBalancer");
+                       }),
+                       "plugins.balance.enabled[1]: \"GpuBalancer\" is not an in-tree descheduler plugin"));
+  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { d["profiles"][0]["pluginConfig"][0]["name"] = "Evictor"; }),
+                       "pluginConfig[0].name: \"Evictor\" is not an in-tree descheduler plugin"));
+  // A deschedule-only profile is valid (nothing needs to be at balance).
+  EXPECT_TRUE(problems_after([&](YAML::Node& d) {
+                YAML::Node pc;
+                pc["name"] = "PodLifeTime";
+                pc["args"]["maxPodLifeTimeSeconds"] = 86400;
+                d["profiles"][0]["pluginConfig"].push_back(pc);
+                d["profiles"][0]["plugins"].remove("balance");
+                d["profiles"][0]["plugins"]["deschedule"]["enabled"].push_back("PodLifeTime");
+              }).empty());
+  // HighNodeUtilization's args have no targetThresholds; evictable
+  // namespaces take exclude only.
+  DeschedulerConfig high;
+  high.strategy = DeschedulerConfig::Strategy::kHighNodeUtilization;
+  YAML::Node h = YAML::Load(descheduler_policy_yaml(high));
+  h["profiles"][0]["pluginConfig"][1]["args"]["targetThresholds"]["cpu"] = 50;
+  h["profiles"][0]["pluginConfig"][1]["args"]["evictableNamespaces"]["include"].push_back("ml");
+  auto p = check_descheduler_policy(h);
+  EXPECT_TRUE(mentions(p, "pluginConfig[1].args.targetThresholds: unknown field"));
+  EXPECT_TRUE(mentions(p, "args.evictableNamespaces.include: not supported"));
+  // Types and value rules of the top level and of DefaultEvictor.
+  p = problems_after([&](YAML::Node& d) {
+    d["maxNoOfPodsToEvictPerNode"] = -1;
+    d["nodeSelector"] = YAML::Load("true");
+    d["metricsProviders"].push_back(YAML::Load("{source: Graphite}"));
+    d["profiles"][0]["pluginConfig"][0]["args"]["nodeFit"] = "yes please";
+    d["profiles"][0]["pluginConfig"][0]["args"]["minPodAge"] = "ten minutes";
+    d["profiles"][0]["pluginConfig"][0]["args"]["priorityThreshold"] = YAML::Load("{name: high, value: 100}");
+    d["profiles"][0]["pluginConfig"][0]["args"]["noEvictionPolicy"] = "Sometimes";
+  });
+  EXPECT_TRUE(mentions(p, "maxNoOfPodsToEvictPerNode: must be an integer >= 0"));
+  EXPECT_TRUE(mentions(p, "nodeSelector: must be a string"));
+  EXPECT_TRUE(mentions(p, "metricsProviders[0].source: must be KubernetesMetrics or Prometheus"));
+  EXPECT_TRUE(mentions(p, "pluginConfig[0].args.nodeFit: must be true or false"));
+  EXPECT_TRUE(mentions(p, "pluginConfig[0].args.minPodAge: must be a duration"));
+  EXPECT_TRUE(mentions(p, "pluginConfig[0].args.priorityThreshold: only one of name and value may be set"));
+  EXPECT_TRUE(mentions(p, "pluginConfig[0].args.noEvictionPolicy: must be Preferred or Mandatory"));
+  EXPECT_EQ(p.size(), 7u) << ::testing::PrintToString(p);
+  // Every documented top-level field is accepted.
+  EXPECT_TRUE(problems_after([&](YAML::Node& d) {
+                d["nodeSelector"] = "pool=gpu";
+                d["maxNoOfPodsToEvictPerNode"] = 5;
+                d["maxNoOfPodsToEvictPerNamespace"] = 5;
+                d["maxNoOfPodsToEvictTotal"] = 20;
+                d["evictionFailureEventNotification"] = true;
+                d["gracePeriodSeconds"] = 30;
+                d["metricsProviders"].push_back(YAML::Load("{source: KubernetesMetrics}"));
+              }).empty());
 }
 
 TEST(K8sConfig, SchedulerConfigurationExtenders) {

@@ -260,6 +260,166 @@ TEST(Kubectl, NodeErrorsNameTheNode) {
   }
 }
 
+// An 8-GPU node with gpupack.io/gpu-topology set to `topology`.
+json topo_node(const std::string& topology, int gpus = 8) {
+  json n = {{"metadata",
+             {{"name", "hgx-0"},
+              {"labels", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}},
+              {"annotations", {{"gpupack.io/gpu-topology", topology}}}}},
+            {"status", {{"allocatable", {{"cpu", "129"}, {"memory", "1000001Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}}}};
+  return n;
+}
+
+TEST(Kubectl, GpuTopologyAnnotationFillsTheGpuSetup) {
+  K8sNode n = parse_node(topo_node("nvlink=0-3|4-7; pcie-switch=0,1|2,3|4,5|6,7 ;numa=0-3|4-7"));
+  EXPECT_TRUE(n.declares(GpuScope::kNvlink));
+  EXPECT_TRUE(n.declares(GpuScope::kPcieSwitch));
+  EXPECT_TRUE(n.declares(GpuScope::kNuma));
+  EXPECT_FALSE(n.declares(GpuScope::kAny));
+  ASSERT_EQ(n.spec.gpus.size(), 8u);
+  for (int g = 0; g < 8; ++g) {
+    EXPECT_EQ(n.spec.gpus[g].nvlink_domain, g / 4) << g;
+    EXPECT_EQ(n.spec.gpus[g].pcie_switch, g / 2) << g;
+    EXPECT_EQ(n.spec.gpus[g].numa, g / 4) << g;
+    EXPECT_EQ(n.spec.gpus[g].mode, GpuMode::kShared) << g;
+  }
+  // Two NUMA nodes sharing the node's CPUs and memory, remainder on the first.
+  ASSERT_EQ(n.spec.numa.size(), 2u);
+  EXPECT_EQ(n.spec.numa[0].cpu_milli, 64500);
+  EXPECT_EQ(n.spec.numa[1].cpu_milli, 64500);
+  EXPECT_EQ(n.spec.numa[0].memory_mib, 500001);
+  EXPECT_EQ(n.spec.numa[1].memory_mib, 500000);
+  // The model accepts the result as a hardware node with those groups.
+  ClusterState state({n.spec});
+  EXPECT_TRUE(state.has_hardware_setup(NodeId{0}));
+  EXPECT_EQ(state.gpu_nvlink_domain(NodeId{0}, 5), 1);
+  EXPECT_EQ(state.gpu_pcie_switch(NodeId{0}, 5), 2);
+  EXPECT_EQ(state.numa_count(NodeId{0}), 2);
+
+  // Only NVLink, non-contiguous groups, GPUs outside every group.
+  K8sNode partial = parse_node(topo_node("nvlink=0,2,4|1,3"));
+  EXPECT_TRUE(partial.declares(GpuScope::kNvlink));
+  EXPECT_FALSE(partial.declares(GpuScope::kNuma));
+  EXPECT_TRUE(partial.spec.numa.empty());
+  std::vector<int> ids;
+  for (const GpuSetup& g : partial.spec.gpus) ids.push_back(g.nvlink_domain);
+  EXPECT_EQ(ids, (std::vector<int>{0, 1, 0, 1, 0, -1, -1, -1}));
+  EXPECT_EQ(partial.spec.gpus[7].pcie_switch, -1);
+  EXPECT_EQ(partial.spec.gpus[7].numa, 0);
+
+  // No annotation: no hardware setup at all (the openb path stays).
+  json plain = topo_node("");
+  plain["metadata"].erase("annotations");
+  K8sNode p = parse_node(plain);
+  EXPECT_EQ(p.gpu_topology_scopes, 0);
+  EXPECT_FALSE(p.spec.has_hardware_setup());
+}
+
+TEST(Kubectl, MalformedGpuTopologyNamesNodeAnnotationAndProblem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "empty"},
+      {"nvlink", "is not <level>=<groups>"},
+      {"nvlink=0-3|4-7;;numa=0-7", "an empty item"},
+      {"nvswitch=0-7", "unknown level \"nvswitch\""},
+      {"NVLINK=0-7", "unknown level \"NVLINK\""},
+      {"nvlink=0-3;nvlink=4-7", "level nvlink given twice"},
+      {"nvlink=", "nvlink: no groups"},
+      {"nvlink=0-3||4-7", "nvlink: an empty group"},
+      {"nvlink=0-3|4-8", "nvlink: GPU 8 is beyond the node's 8 GPUs (0..7)"},
+      {"pcie-switch=0-1|1-2", "pcie-switch: GPU 1 is in more than one group"},
+      {"nvlink=3-0", "nvlink: range 3-0 runs backwards"},
+      {"nvlink=0-x", "nvlink: \"x\" is not a GPU index"},
+      {"nvlink=-1", "nvlink: \"\" is not a GPU index"},
+      {"numa=0-3|4-6", "numa: GPU 7 is on no NUMA node"},
+  };
+  for (const auto& [value, problem] : cases) {
+    try {
+      parse_node(topo_node(value));
+      ADD_FAILURE() << "accepted \"" << value << "\"";
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("Node hgx-0: metadata.annotations[\"gpupack.io/gpu-topology\"]: ", 0), 0u) << what;
+      EXPECT_NE(what.find(problem), std::string::npos) << what;
+    }
+  }
+  // A node without GPUs cannot name any.
+  try {
+    parse_node(topo_node("nvlink=0", 0));
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("GPU 0 given but the node has no GPUs"), std::string::npos) << e.what();
+  }
+  // In a list, the bad node is rejected and the others kept.
+  std::vector<std::string> rejected;
+  json list = {{"items", {topo_node("nvlink=0-9"), topo_node("nvlink=0-7")}}};
+  list["items"][1]["metadata"]["name"] = "hgx-1";
+  auto nodes = parse_node_list(list.dump(), "nodes.json", &rejected);
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].spec.name, "hgx-1");
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_NE(rejected[0].find("nodes.json: items[0]: Node hgx-0"), std::string::npos) << rejected[0];
+}
+
+TEST(Kubectl, GpuScopeAnnotationsSetTheRequest) {
+  auto pod = [](json annotations, const std::string& gpus = "4") {
+    json limits = {{"cpu", "8"}};
+    if (!gpus.empty()) limits["nvidia.com/gpu"] = gpus;
+    return json{{"metadata", {{"name", "p"}, {"namespace", "ml"}, {"annotations", annotations}}},
+                {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"limits", limits}}}}}}}}};
+  };
+  K8sPod p = parse_pod(pod({{"gpupack.io/gpu-scope", "nvlink"}}));
+  EXPECT_EQ(p.request.gpu_scope, GpuScope::kNvlink);
+  EXPECT_TRUE(p.request.scope_required);
+  EXPECT_FALSE(p.request.is_plain());
+  p = parse_pod(pod({{"gpupack.io/gpu-scope", " numa "}, {"gpupack.io/gpu-scope-policy", "preferred"}}));
+  EXPECT_EQ(p.request.gpu_scope, GpuScope::kNuma);
+  EXPECT_FALSE(p.request.scope_required);
+  p = parse_pod(pod({{"gpupack.io/gpu-scope", "pcie-switch"}, {"gpupack.io/gpu-scope-policy", "required"}}));
+  EXPECT_EQ(p.request.gpu_scope, GpuScope::kPcieSwitch);
+  EXPECT_TRUE(p.request.scope_required);
+  // A fractional GPU by annotation counts as a GPU request.
+  p = parse_pod(pod({{"gpupack.io/gpu-scope", "nvlink"}, {"gpupack.io/gpu-milli", "500"}}, ""));
+  EXPECT_EQ(p.request.gpu_count, 1);
+  EXPECT_EQ(p.request.gpu_scope, GpuScope::kNvlink);
+  // None: plain.
+  p = parse_pod(pod(json::object()));
+  EXPECT_EQ(p.request.gpu_scope, GpuScope::kAny);
+  EXPECT_TRUE(p.request.is_plain());
+
+  struct Bad {
+    std::string scope, policy;  // "-" = annotation absent
+    std::string key, problem;
+  };
+  const std::vector<Bad> bad = {
+      {"rack", "-", "gpupack.io/gpu-scope", "\"rack\" is not nvlink, pcie-switch or numa"},
+      {"any", "-", "gpupack.io/gpu-scope", "\"any\" is not nvlink"},
+      {"", "-", "gpupack.io/gpu-scope", "\"\" is not nvlink"},
+      {"nvlink", "always", "gpupack.io/gpu-scope-policy", "\"always\" is not required or preferred"},
+      {"-", "preferred", "gpupack.io/gpu-scope-policy", "given without gpupack.io/gpu-scope"},
+  };
+  for (const Bad& b : bad) {
+    json ann = json::object();
+    if (b.scope != "-") ann["gpupack.io/gpu-scope"] = b.scope;
+    if (b.policy != "-") ann["gpupack.io/gpu-scope-policy"] = b.policy;
+    const std::string& key = b.key;
+    const std::string& problem = b.problem;
+    try {
+      parse_pod(pod(ann));
+      ADD_FAILURE() << ann.dump();
+    } catch (const std::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("Pod ml/p: metadata.annotations[\"" + key + "\"]: "), std::string::npos) << what;
+      EXPECT_NE(what.find(problem), std::string::npos) << what;
+    }
+  }
+  try {
+    parse_pod(pod({{"gpupack.io/gpu-scope", "nvlink"}}, ""));
+    ADD_FAILURE();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("applies to pods that request GPUs"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Kubectl, RejectedItemsAreCollectedWhenAsked) {
   std::vector<std::string> rejected;
   auto pods = parse_pod_list(R"({"items":[{"metadata":{"name":"ok"},"spec":{"containers":[]}},

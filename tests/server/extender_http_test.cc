@@ -144,6 +144,45 @@ TEST_F(ExtenderHttp, FilterFullNodesRepliesWithNodeObjectsAndLearnsNewNodes) {
   EXPECT_EQ(r2["NodeNames"], json({"a100-new"}));
 }
 
+TEST_F(ExtenderHttp, FilterNamesTopologyForNodesSentWithTheirGpuTopology) {
+  // Nodes sent as full objects carry gpupack.io/gpu-topology; the service
+  // learns them on the way.
+  json whole = node_json({.name = "hgx-a", .annotations = {{"gpupack.io/gpu-topology", "nvlink=0-7;numa=0,2,4,6|1,3,5,7"}}});
+  json split = node_json({.name = "hgx-b", .annotations = {{"gpupack.io/gpu-topology", "nvlink=0-3|4-7"}}});
+  json bad = node_json({.name = "hgx-c", .annotations = {{"gpupack.io/gpu-topology", "nvlink=0-3|3-7"}}});
+  json pod = pod_json({.name = "train-nv", .uid = "u-nv", .gpus = 6,
+                       .annotations = {{"gpupack.io/gpu-scope", "nvlink"}}});
+  json r = post_ok("filter", full_args(pod, {nodes_[0], whole, split, bad}));
+  ASSERT_TRUE(r["Nodes"].is_object()) << r;
+  ASSERT_EQ(r["Nodes"]["items"].size(), 1u) << r;
+  EXPECT_EQ(r["Nodes"]["items"][0]["metadata"]["name"], "hgx-a");
+  EXPECT_EQ(reason(r, "FailedAndUnresolvableNodes", "a100-0").rfind("topology: node a100-0 declares no nvlink groups", 0),
+            0u);
+  EXPECT_EQ(reason(r, "FailedAndUnresolvableNodes", "hgx-b")
+                .rfind("topology: node hgx-b: its largest nvlink group has 4 GPUs, 6 requested", 0),
+            0u);
+  // A malformed annotation rejects the node object, naming node and annotation.
+  const std::string why = reason(r, "FailedAndUnresolvableNodes", "hgx-c");
+  EXPECT_NE(why.find("Node hgx-c: metadata.annotations[\"gpupack.io/gpu-topology\"]"), std::string::npos) << why;
+  EXPECT_NE(why.find("GPU 3 is in more than one group"), std::string::npos) << why;
+
+  json b = post_ok("bind", {{"PodName", "train-nv"}, {"PodNamespace", "ml"}, {"PodUID", "u-nv"}, {"Node", "hgx-a"}});
+  EXPECT_EQ(b["Error"], "");
+  EXPECT_EQ(service_.assignments()["ml/train-nv"], "hgx-a:0,1,2,3,4,5");
+  // GPUs 6 (NUMA 0) and 7 (NUMA 1) are left: two GPUs fit, but not on one
+  // NUMA node; the pod waits for "topology", which /metrics reports.
+  json next = pod_json({.name = "train-numa", .gpus = 2, .annotations = {{"gpupack.io/gpu-scope", "numa"}}});
+  r = post_ok("filter", cache_args(next, {"hgx-a"}));
+  EXPECT_EQ(r["NodeNames"], json::array());
+  EXPECT_EQ(reason(r, "FailedNodes", "hgx-a").rfind("topology: node hgx-a: no numa group has 2 GPUs", 0), 0u) << r;
+  httplib::Client c("127.0.0.1", port_);
+  auto m = c.Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("gpupack_pending_pod_age_seconds{namespace=\"ml\",pod=\"train-numa\",reason=\"topology\"}"),
+            std::string::npos);
+  EXPECT_NE(m->body.find("gpupack_pending_pods{reason=\"topology\"} 1"), std::string::npos);
+}
+
 TEST_F(ExtenderHttp, FilterRecordedCaptureBody) {
   std::ifstream in(std::string(GPUPACK_SHARED_DIR) + "/reference/extender-captures/filter-request-full-nodes.json");
   if (!in) GTEST_SKIP() << "capture not found";

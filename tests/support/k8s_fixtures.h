@@ -21,6 +21,7 @@ struct NodeShape {
   std::string cpu = "96";
   std::string memory = "512Gi";
   std::map<std::string, int> mig;  // profile -> allocatable
+  std::map<std::string, std::string> annotations;  // e.g. gpupack.io/gpu-topology
 };
 
 inline nlohmann::json node_json(const NodeShape& s) {
@@ -30,9 +31,11 @@ inline nlohmann::json node_json(const NodeShape& s) {
   nlohmann::json labels = {{"kubernetes.io/hostname", s.name}, {"kubernetes.io/os", "linux"}};
   if (s.gpus > 0 || !s.mig.empty()) labels["nvidia.com/gpu.product"] = s.product;
   if (!s.mig.empty()) labels["nvidia.com/mig.strategy"] = "mixed";
+  nlohmann::json meta = {{"name", s.name}, {"labels", labels}, {"creationTimestamp", nullptr}};
+  if (!s.annotations.empty()) meta["annotations"] = s.annotations;
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
-          {"metadata", {{"name", s.name}, {"labels", labels}, {"creationTimestamp", nullptr}}},
+          {"metadata", meta},
           {"spec", nlohmann::json::object()},
           {"status",
            {{"capacity", alloc},
@@ -55,6 +58,7 @@ struct PodShape {
   std::string assigned;            // gpupack.io/assigned-gpus
   std::map<std::string, std::string> extra_limits;
   std::map<std::string, std::string> labels;
+  std::map<std::string, std::string> annotations;  // any others (gpupack.io/gpu-scope, ...)
 };
 
 inline nlohmann::json pod_json(const PodShape& s) {
@@ -67,6 +71,7 @@ inline nlohmann::json pod_json(const PodShape& s) {
   if (s.gpu_memory_mib > 0) ann["gpupack.io/gpu-memory-mib"] = std::to_string(s.gpu_memory_mib);
   if (!s.models.empty()) ann["gpupack.io/gpu-models"] = s.models;
   if (!s.assigned.empty()) ann["gpupack.io/assigned-gpus"] = s.assigned;
+  for (const auto& [k, v] : s.annotations) ann[k] = v;
   nlohmann::json spec = {{"schedulerName", "gpupack-scheduler"},
                          {"containers",
                           {{{"name", "main"}, {"image", "trainer:1"}, {"resources", {{"limits", limits}, {"requests", limits}}}}}}};
