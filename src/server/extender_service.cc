@@ -24,7 +24,8 @@ constexpr std::string_view kNvidiaPrefix = "nvidia.com/";
 int64_t pod_gpu_memory_mib(const K8sPod& pod, const Request& req, int64_t gpu_memory_mib) {
   if (pod.gpu_memory_mib > 0) return pod.gpu_memory_mib;
   if (gpu_memory_mib <= 0 || !req.is_gpu()) return 0;
-  return (gpu_memory_mib * req.gpu_milli + kGpuMilliPerGpu - 1) / kGpuMilliPerGpu;
+  // Rounded down, so that shares adding up to a whole GPU fit its memory.
+  return gpu_memory_mib * req.gpu_milli / kGpuMilliPerGpu;
 }
 
 std::shared_ptr<TargetWorkload> default_target() {
@@ -469,7 +470,7 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   std::vector<size_t> positions;  // index in args.node_texts of each candidate
   std::vector<int> idx = resolve_candidates_locked(args, names, unresolvable, &positions);
   std::vector<size_t> passed;  // positions in names/idx
-  std::array<int, static_cast<size_t>(Dimension::kTopology) + 1> counts{};
+  std::array<int, kDimensionCount> counts{};
   for (size_t k = 0; k < idx.size(); ++k) {
     Fit f = check_node_locked(idx[k], *pod);
     if (f.ok()) {
@@ -756,7 +757,7 @@ ServiceMetrics ExtenderService::metrics() const {
     const PodEntry& e = *pending[i];
     std::string reason = e.pending_reason;
     if (reason.empty() && i < kMaxExplained) {
-      std::array<int, static_cast<size_t>(Dimension::kTopology) + 1> counts{};
+      std::array<int, kDimensionCount> counts{};
       bool fits_somewhere = false;
       for (int n = 0; n < static_cast<int>(nodes_.size()) && !fits_somewhere; ++n) {
         Fit f = check_node_locked(n, e.pod);
