@@ -335,6 +335,33 @@ TEST_F(ExtenderHttp, SlowClientIsCutOffWhileOthersAreServed) {
   }
 }
 
+// The scheduler's keep-alive connection is not closed after a handful of
+// requests (a reconnect lands on a worker with cold buffers).
+TEST_F(ExtenderHttp, KeepAliveConnectionServesManyRequests) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  timeval tv{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size())) << i;
+    std::string reply;
+    char buf[512];
+    while (reply.find("ok\n") == std::string::npos) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      ASSERT_GT(n, 0) << "connection closed after " << i << " requests";
+      reply.append(buf, static_cast<size_t>(n));
+    }
+    EXPECT_NE(reply.find(" 200"), std::string::npos) << reply;
+    EXPECT_EQ(reply.find("Connection: close"), std::string::npos) << "request " << i << ": " << reply;
+  }
+  ::close(fd);
+}
+
 TEST_F(ExtenderHttp, HealthAndReadiness) {
   httplib::Client c("127.0.0.1", port_);
   EXPECT_EQ(c.Get("/healthz")->status, 200);
