@@ -23,6 +23,18 @@ std::string resource_version(const json& object) {
 
 }  // namespace
 
+// Reads `object` as a node or a pod into `e` and returns its store key
+// ("name", or "namespace/name"); throws std::invalid_argument when it does
+// not parse.
+std::string ClusterWatch::read_entry(Kind kind, const nlohmann::json& object, Entry& e) {
+  if (kind == Kind::kNodes) {
+    e.node = parse_node(object);
+    return e.node.spec.name;
+  }
+  e.pod = parse_pod(object);
+  return e.pod.key();
+}
+
 ClusterWatch::ClusterWatch(const KubeClient& client, ExtenderService& service, WatchOptions options)
     : client_(client), service_(service), options_(options) {}
 
@@ -52,14 +64,7 @@ bool ClusterWatch::list(Kind kind) {
   for (json& item : doc["items"]) {
     try {
       Entry e;
-      std::string key;
-      if (nodes) {
-        e.node = parse_node(item);
-        key = e.node.spec.name;
-      } else {
-        e.pod = parse_pod(item);
-        key = e.pod.key();
-      }
+      const std::string key = read_entry(kind, item, e);
       e.object = std::move(item);
       fresh.items[key] = std::move(e);
     } catch (const std::exception&) {
@@ -107,13 +112,7 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
   Entry e;
   std::string key;
   try {
-    if (nodes) {
-      e.node = parse_node(object);
-      key = e.node.spec.name;
-    } else {
-      e.pod = parse_pod(object);
-      key = e.pod.key();
-    }
+    key = read_entry(kind, object, e);
   } catch (const std::exception& ex) {
     // An object gpupack cannot read: forget any earlier version of it.
     ++stats_.rejected;

@@ -79,6 +79,7 @@ class ClusterWatch {
     std::string resource_version;
   };
 
+  static std::string read_entry(Kind kind, const nlohmann::json& object, Entry& e);
   bool list(Kind kind);                        // replaces the kind's store; false on failure
   void watch_loop(Kind kind);
   bool apply_event(Kind kind, std::string_view line, bool* relist);  // false = end this watch

@@ -309,13 +309,23 @@ TEST_F(ExtenderHttp, BadInputGets4xxWithAMessageAndStateIsUnchanged) {
   EXPECT_EQ(service_.assignments(), before);
 }
 
-TEST_F(ExtenderHttp, SlowClientIsCutOffWhileOthersAreServed) {
+// A raw TCP connection to the server on loopback; -1 on failure.
+int connect_loopback(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port_));
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST_F(ExtenderHttp, SlowClientIsCutOffWhileOthersAreServed) {
+  const int fd = connect_loopback(port_);
+  ASSERT_GE(fd, 0);
   const std::string partial = "POST /gpupack/filter HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"Pod\":";
   ASSERT_EQ(::send(fd, partial.data(), partial.size(), 0), static_cast<ssize_t>(partial.size()));
   // Another client is answered while the slow one stalls.
@@ -338,12 +348,8 @@ TEST_F(ExtenderHttp, SlowClientIsCutOffWhileOthersAreServed) {
 // The scheduler's keep-alive connection is not closed after a handful of
 // requests (a reconnect lands on a worker with cold buffers).
 TEST_F(ExtenderHttp, KeepAliveConnectionServesManyRequests) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port_));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int fd = connect_loopback(port_);
+  ASSERT_GE(fd, 0);
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
