@@ -418,7 +418,9 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
 // Applies gpupack.io/gpu-topology (when present) to the node's GPU setup.
 void apply_gpu_topology(const std::string& obj, K8sNode& n) {
   auto it = n.annotations.find(std::string(annotations::kGpuTopology));
-  if (it == n.annotations.end()) return;
+  // No GPUs reported right now (e.g. the device plugin restarting): the
+  // node stays usable for everything else; the groups apply once GPUs return.
+  if (it == n.annotations.end() || n.spec.gpu_count == 0) return;
   GpuTopology t;
   try {
     t = parse_gpu_topology(it->second, n.spec.gpu_count);

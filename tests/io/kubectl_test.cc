@@ -342,13 +342,12 @@ TEST(Kubectl, MalformedGpuTopologyNamesNodeAnnotationAndProblem) {
       EXPECT_NE(what.find(problem), std::string::npos) << what;
     }
   }
-  // A node without GPUs cannot name any.
-  try {
-    parse_node(topo_node("nvlink=0", 0));
-    ADD_FAILURE();
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("GPU 0 given but the node has no GPUs"), std::string::npos) << e.what();
-  }
+  // A node that reports no GPUs right now (say, while the device plugin
+  // restarts) stays in the model; its topology applies once GPUs are back.
+  K8sNode none = parse_node(topo_node("nvlink=0-3|4-7", 0));
+  EXPECT_EQ(none.spec.gpu_count, 0);
+  EXPECT_EQ(none.gpu_topology_scopes, 0);
+  EXPECT_FALSE(none.spec.has_hardware_setup());
   // In a list, the bad node is rejected and the others kept.
   std::vector<std::string> rejected;
   json list = {{"items", {topo_node("nvlink=0-9"), topo_node("nvlink=0-7")}}};
