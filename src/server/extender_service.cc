@@ -85,27 +85,71 @@ void ExtenderService::refresh_target_locked() {
   policy_ = make_policy(policy_name_, {seed_, target_});
 }
 
-std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes, std::vector<K8sPod> pods,
-                                                     std::vector<nlohmann::json> pod_objects) {
-  std::lock_guard lock(mu_);
-  ++mutations_;
-  const auto now = std::chrono::steady_clock::now();
-  // What survives from the previous model: binds made here that the new
-  // objects may not show yet, and when each pending pod was first seen.
-  struct Assumed {
-    std::string uid, node, annotation;
-    std::chrono::steady_clock::time_point at;
-  };
-  std::unordered_map<std::string, Assumed> assumed;
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> first_seen;
+ExtenderService::Carried ExtenderService::carry_locked() const {
+  Carried c;
+  c.now = std::chrono::steady_clock::now();
   for (const PodEntry& e : pods_) {
-    first_seen[e.pod.key()] = e.first_seen;
-    if (e.bound && e.bound_here_at && now - *e.bound_here_at < std::chrono::seconds(kAssumeBindS)) {
+    c.first_seen[e.pod.key()] = e.first_seen;
+    if (e.bound && e.bound_here_at && c.now - *e.bound_here_at < std::chrono::seconds(kAssumeBindS)) {
       auto a = e.pod.annotations.find(std::string(annotations::kAssignedGpus));
-      assumed[e.pod.key()] = Assumed{e.pod.uid, e.pod.node_name, a == e.pod.annotations.end() ? "" : a->second,
-                                     *e.bound_here_at};
+      c.assumed[e.pod.key()] = Carried::Assumed{e.pod.uid, e.pod.node_name,
+                                                a == e.pod.annotations.end() ? "" : a->second, *e.bound_here_at};
     }
   }
+  return c;
+}
+
+void ExtenderService::swap_model_locked(ExtenderService& other) {
+  std::swap(policy_, other.policy_);
+  std::swap(target_, other.target_);
+  std::swap(nodes_, other.nodes_);
+  std::swap(node_index_, other.node_index_);
+  std::swap(pods_, other.pods_);
+  std::swap(pod_index_, other.pod_index_);
+  std::swap(state_, other.state_);
+  std::swap(gpu_mem_used_, other.gpu_mem_used_);
+  std::swap(mig_used_, other.mig_used_);
+  std::swap(unattributed_, other.unattributed_);
+  std::swap(ready_, other.ready_);
+}
+
+std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes, std::vector<K8sPod> pods,
+                                                     std::vector<nlohmann::json> pod_objects) {
+  // The new model is built on the side and swapped in, so that filter and
+  // prioritize wait only for the swap (a rebuild of thousands of nodes takes
+  // tens of milliseconds). A bind that lands meanwhile is carried over by
+  // building again; under a stream of binds the last try holds the lock.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    Carried carried;
+    uint64_t before = 0;
+    {
+      std::lock_guard lock(mu_);
+      carried = carry_locked();
+      before = mutations_;
+    }
+    ExtenderService fresh(policy_name_, seed_);
+    {
+      std::lock_guard fresh_lock(fresh.mu_);
+      fresh.load_locked(nodes, pods, pod_objects, carried);
+    }
+    std::lock_guard lock(mu_);
+    if (mutations_ == before) {
+      swap_model_locked(fresh);
+      ++mutations_;
+      return unattributed_;
+    }
+  }  // `fresh` (holding the old model now) is freed outside the lock
+  std::lock_guard lock(mu_);
+  load_locked(std::move(nodes), std::move(pods), std::move(pod_objects), carry_locked());
+  ++mutations_;
+  return unattributed_;
+}
+
+void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod> pods,
+                                  std::vector<nlohmann::json> pod_objects, const Carried& carried) {
+  const auto now = carried.now;
+  const auto& assumed = carried.assumed;
+  const auto& first_seen = carried.first_seen;
   nodes_ = std::move(nodes);
   node_index_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) node_index_[nodes_[i].spec.name] = static_cast<int>(i);
@@ -171,7 +215,6 @@ std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes
   refresh_target_locked();
   rebuild_state_locked();
   ready_ = true;
-  return unattributed_;
 }
 
 void ExtenderService::rebuild_state_locked() {

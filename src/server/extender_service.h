@@ -173,6 +173,21 @@ class ExtenderService {
     bool ok() const { return dimension == Dimension::kNone; }
   };
 
+  // What a reload keeps from the model it replaces: binds made here that the
+  // new objects may not show yet, and when each pod was first seen.
+  struct Carried {
+    struct Assumed {
+      std::string uid, node, annotation;
+      std::chrono::steady_clock::time_point at;
+    };
+    std::chrono::steady_clock::time_point now;
+    std::unordered_map<std::string, Assumed> assumed;
+    std::unordered_map<std::string, std::chrono::steady_clock::time_point> first_seen;
+  };
+  Carried carry_locked() const;
+  void load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod> pods, std::vector<nlohmann::json> pod_objects,
+                   const Carried& carried);
+  void swap_model_locked(ExtenderService& other);
   void rebuild_state_locked();
   void refresh_target_locked();
   int node_index_locked(const std::string& name) const;

@@ -3,7 +3,9 @@
 // bound, deleted pods free their GPUs, first-seen times are kept.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "io/kubectl.h"
@@ -82,6 +84,42 @@ TEST_F(ServiceSync, ARecreatedPodWithANewUidIsNotTheBoundOne) {
   ASSERT_EQ(bind("job", "a"), "");
   sync({pod_json({.name = "job", .uid = "uid-new", .gpus = 8})});
   EXPECT_EQ(service_.assignments().count("ml/job"), 0u);
+}
+
+// Reloads running while binds happen (a watch flushing): no bind is lost and
+// no GPU is given twice, whatever the interleaving.
+TEST_F(ServiceSync, BindsDuringReloadsAreNeverLost) {
+  std::vector<json> pending;
+  for (int i = 0; i < 16; ++i) pending.push_back(pod_json({.name = "p" + std::to_string(i), .gpus = 1}));
+  for (int round = 0; round < 8; ++round) {
+    sync({});  // everything deleted: a clean start
+    sync(pending);
+    std::atomic<bool> done{false};
+    std::atomic<int> reloads{0};
+    std::thread reloader([&] {
+      while (!done) {
+        sync(pending);  // the API still shows every pod pending
+        ++reloads;
+      }
+    });
+    for (int i = 0; i < 16; ++i) {
+      // Bind a little after a reload finished, while the next one is being
+      // built (the pace differs from round to round).
+      const int seen = reloads;
+      while (reloads == seen) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::microseconds(50 * (round + 1)));
+      const std::string name = "p" + std::to_string(i);
+      EXPECT_EQ(bind(name, i < 8 ? "a" : "b"), "") << "round " << round << ", " << name;
+    }
+    done = true;
+    reloader.join();
+    sync(pending);  // one more stale reload after the last bind
+    const auto a = service_.assignments();
+    ASSERT_EQ(a.size(), 16u) << "round " << round;
+    std::set<std::string> gpus;
+    for (const auto& [pod, where] : a) gpus.insert(where);
+    EXPECT_EQ(gpus.size(), 16u) << "round " << round << ": a GPU was given twice";
+  }
 }
 
 TEST_F(ServiceSync, PendingPodsKeepTheirAge) {
