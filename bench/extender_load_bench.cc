@@ -105,6 +105,8 @@ void run_load(benchmark::State& state, bool cache_mode) {
   const char* env_requests = std::getenv("GPUPACK_LOAD_REQUESTS");
   const int clients = env_clients ? std::max(1, std::atoi(env_clients)) : 4;
   const int per_client = env_requests ? std::max(1, std::atoi(env_requests)) : (cache_mode ? 200 : 40);
+  const char* env_reload = std::getenv("GPUPACK_LOAD_RELOAD_MS");
+  const int reload_ms = env_reload ? std::max(0, std::atoi(env_reload)) : 0;
   // Each client first sends kWarmup pairs (the server's per-thread parsers
   // and buffers reach their size), then all measure together.
   constexpr int kWarmup = 3;
@@ -131,8 +133,21 @@ void run_load(benchmark::State& state, bool cache_mode) {
     warm.arrive_and_wait();
     latency.reset();
     const auto t0 = std::chrono::steady_clock::now();
+    // GPUPACK_LOAD_RELOAD_MS: reload the whole cluster that often while the
+    // clients run, as a watch flush does in API mode.
+    std::atomic<bool> clients_done{false};
+    std::thread reloader;
+    if (reload_ms > 0)
+      reloader = std::thread([&] {
+        while (!clients_done) {
+          service.set_cluster(nodes, pods);
+          std::this_thread::sleep_for(std::chrono::milliseconds(reload_ms));
+        }
+      });
     go.arrive_and_wait();
     for (auto& t : threads) t.join();
+    clients_done = true;
+    if (reloader.joinable()) reloader.join();
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     state.counters["requests_per_s"] = 2.0 * clients * per_client / wall;
   }

@@ -16,7 +16,9 @@
 //   seconds that arrives still unbound (the API has not shown the Binding yet)
 //   keeps the service's node and GPUs, so a stale list never frees GPUs that
 //   were just given away; once the API shows the pod bound, its own version
-//   wins. Pending pods keep their first-seen time across calls.
+//   wins. Pending pods keep their first-seen time across calls. The new
+//   model is built outside the lock and swapped in (calls wait only for the
+//   swap); a bind that lands during the build makes it build again.
 // - filter(): each candidate node passes or fails with the dimension that
 //   blocked it in the message ("gpu_milli: ...", "gpu_memory: ...",
 //   "mig_slot: ...", "model: ...", "cpu: ...", "memory: ...",
