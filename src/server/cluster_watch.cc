@@ -21,6 +21,66 @@ std::string resource_version(const json& object) {
   return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
 }
 
+// The store key of a node ("name") or pod ("namespace/name") object, or ""
+// when its metadata has no name.
+std::string key_of(bool nodes, const json& object) {
+  if (!object.is_object()) return "";
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  auto name = meta->find("name");
+  if (name == meta->end() || !name->is_string() || name->get_ref<const std::string&>().empty()) return "";
+  if (nodes) return name->get<std::string>();
+  auto ns = meta->find("namespace");
+  const std::string space = ns != meta->end() && ns->is_string() && !ns->get_ref<const std::string&>().empty()
+                                ? ns->get<std::string>()
+                                : "default";
+  return space + "/" + name->get<std::string>();
+}
+
+// The part of a node or pod object that parse_node / parse_pod read: an
+// event that leaves it unchanged (a heartbeat, a status condition) changes
+// nothing in the model.
+json gpupack_view(bool nodes, const json& object) {
+  if (!object.is_object()) return object;
+  json view = json::object();
+  auto copy = [](const json& from, json& to, std::initializer_list<const char*> keys) {
+    if (!from.is_object()) return;
+    for (const char* k : keys)
+      if (auto it = from.find(k); it != from.end()) to[k] = *it;
+  };
+  if (auto meta = object.find("metadata"); meta != object.end()) {
+    json m = json::object();
+    if (nodes) copy(*meta, m, {"name", "labels", "annotations"});
+    else copy(*meta, m, {"name", "namespace", "uid", "labels", "annotations"});
+    view["metadata"] = meta->is_object() ? m : *meta;
+  }
+  if (auto spec = object.find("spec"); spec != object.end()) view["spec"] = *spec;
+  if (auto status = object.find("status"); status != object.end()) {
+    json st = json::object();
+    if (nodes) {
+      copy(*status, st, {"capacity", "allocatable"});
+      if (status->is_object())
+        if (auto conds = status->find("conditions"); conds != status->end()) {
+          json c = json::array();
+          if (conds->is_array()) {
+            for (const json& cond : *conds) {
+              json kept = cond.is_object() ? json::object() : cond;
+              copy(cond, kept, {"type", "status"});
+              c.push_back(std::move(kept));
+            }
+          } else {
+            c = *conds;
+          }
+          st["conditions"] = std::move(c);
+        }
+    } else {
+      copy(*status, st, {"phase"});
+    }
+    view["status"] = status->is_object() ? st : *status;
+  }
+  return view;
+}
+
 }  // namespace
 
 // Reads `object` as a node or a pod into `e` and returns its store key
@@ -65,6 +125,7 @@ bool ClusterWatch::list(Kind kind) {
     try {
       Entry e;
       const std::string key = read_entry(kind, item, e);
+      e.view = gpupack_view(nodes, item);
       e.object = std::move(item);
       fresh.items[key] = std::move(e);
     } catch (const std::exception&) {
@@ -109,6 +170,16 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
   if (type == "BOOKMARK") return true;
   if (type != "ADDED" && type != "MODIFIED" && type != "DELETED") return true;  // future event types
   ++stats_.events;
+  json view;
+  if (type != "DELETED") {
+    view = gpupack_view(nodes, object);
+    auto known = s.items.find(key_of(nodes, object));
+    if (known != s.items.end() && known->second.view == view) {
+      known->second.object = std::move(object);  // nothing gpupack reads changed
+      ++stats_.unchanged;
+      return true;
+    }
+  }
   Entry e;
   std::string key;
   try {
@@ -133,6 +204,7 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
     s.items.erase(key);
   } else {
     e.object = std::move(object);
+    e.view = std::move(view);
     s.items[key] = std::move(e);
   }
   dirty_ = true;

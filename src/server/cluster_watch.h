@@ -10,7 +10,9 @@
 // - Watch events (ADDED, MODIFIED, DELETED, BOOKMARK) update a private store
 //   of objects keyed by name (nodes) and namespace/name (pods); the store is
 //   pushed into the service with set_cluster() at most every `flush_ms`
-//   while something changed, in the API's list order (sorted keys). Objects
+//   while something changed, in the API's list order (sorted keys). An
+//   event that changes none of the fields gpupack reads (a heartbeat, a
+//   status condition, a resourceVersion) updates the stored object only. Objects
 //   that do not parse as nodes / pods are left out and counted (stats()).
 //   A bind made by the service in between is not lost (set_cluster keeps
 //   binds the API has not shown yet).
@@ -52,6 +54,7 @@ class ClusterWatch {
  public:
   struct Stats {
     uint64_t events = 0;      // watch events applied
+    uint64_t unchanged = 0;   // of those, events that changed nothing gpupack reads
     uint64_t lists = 0;       // successful lists (both kinds; the first two included)
     uint64_t flushes = 0;     // set_cluster() calls after start()
     uint64_t rejected = 0;    // objects that did not parse
@@ -71,6 +74,7 @@ class ClusterWatch {
   enum class Kind { kNodes, kPods };
   struct Entry {
     nlohmann::json object;
+    nlohmann::json view;  // the fields gpupack reads (see gpupack_view)
     K8sNode node;  // kNodes
     K8sPod pod;    // kPods
   };

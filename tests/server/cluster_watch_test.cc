@@ -224,6 +224,25 @@ TEST_F(ClusterWatchTest, PeriodicRelistReopensTheWatchFromTheNewList) {
   EXPECT_NE(versions[0], versions[1]);  // the second watch starts at the new list's version
 }
 
+// Heartbeats and status conditions change nothing gpupack reads: no reload.
+TEST_F(ClusterWatchTest, EventsThatChangeNothingReadAreNotReloaded) {
+  start();
+  json pod = pod_json({.name = "running", .gpus = 4, .node = "a", .assigned = "a:0,1,2,3"});
+  pod["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  api_.send("pods", "MODIFIED", pod);
+  json node = node_json({"a"});
+  node["status"]["conditions"][0]["lastHeartbeatTime"] = "2026-11-30T10:00:00Z";
+  api_.send("nodes", "MODIFIED", node);
+  EXPECT_TRUE(eventually([&] { return watch_->stats().unchanged == 2; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  EXPECT_EQ(watch_->stats().flushes, 0u);
+  // A change gpupack reads (the node's Ready condition) does reload.
+  node["status"]["conditions"][0]["status"] = "False";
+  api_.send("nodes", "MODIFIED", node);
+  EXPECT_TRUE(eventually([&] { return watch_->stats().flushes == 1; }));
+  EXPECT_EQ(watch_->stats().unchanged, 2u);
+}
+
 TEST_F(ClusterWatchTest, AnUnreadableObjectIsDroppedAndCounted) {
   start();
   json bad = pod_json({.name = "running", .gpus = 4, .node = "a", .assigned = "a:0,1,2,3"});
