@@ -188,16 +188,7 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
     // An object gpupack cannot read: forget any earlier version of it.
     ++stats_.rejected;
     stats_.last_error = fmt::format("watch {}: {}", path_of(nodes), ex.what());
-    const json& meta = object.is_object() && object.contains("metadata") ? object["metadata"] : json();
-    if (meta.is_object() && meta.contains("name") && meta["name"].is_string()) {
-      std::string name = meta["name"];
-      if (!nodes) {
-        std::string ns = meta.contains("namespace") && meta["namespace"].is_string() ? meta["namespace"].get<std::string>()
-                                                                                      : "default";
-        name = ns + "/" + name;
-      }
-      if (s.items.erase(name) > 0) dirty_ = true;
-    }
+    if (s.items.erase(key_of(nodes, object)) > 0) dirty_ = true;
     return true;
   }
   if (type == "DELETED") {
