@@ -95,6 +95,13 @@ ExtenderService::Carried ExtenderService::carry_locked() const {
       c.assumed[e.pod.key()] = Carried::Assumed{e.pod.uid, e.pod.node_name,
                                                 a == e.pod.annotations.end() ? "" : a->second, *e.bound_here_at};
     }
+    // Only pods the cluster objects have never shown: one they showed and no
+    // longer do was deleted.
+    if (!e.from_call_at) continue;
+    const bool recent_bind = e.bound && e.bound_here_at &&
+                             c.now - *e.bound_here_at < std::chrono::seconds(kKeepAbsentBoundS);
+    const bool recent_call = !e.bound && c.now - *e.from_call_at < std::chrono::seconds(kKeepAbsentPendingS);
+    if (recent_bind || recent_call) c.recent.push_back({e.pod, e.object, e.bound_here_at, e.from_call_at});
   }
   return c;
 }
@@ -158,7 +165,7 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   unattributed_.clear();
   std::vector<K8sPod> kept;
   std::vector<nlohmann::json> kept_objects;
-  std::vector<std::optional<std::chrono::steady_clock::time_point>> kept_assumed;
+  std::vector<std::optional<std::chrono::steady_clock::time_point>> kept_assumed, kept_from_call;
   for (size_t i = 0; i < pods.size(); ++i) {
     K8sPod& p = pods[i];
     if (p.terminal() || pod_index_.count(p.key())) continue;
@@ -181,6 +188,16 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     kept.push_back(std::move(p));
     kept_objects.push_back(std::move(object));
     kept_assumed.push_back(bound_here);
+    kept_from_call.push_back(std::nullopt);
+  }
+  // Recent pods the new objects lack altogether (see kKeepAbsent*).
+  for (const Carried::Recent& r : carried.recent) {
+    if (pod_index_.count(r.pod.key())) continue;
+    pod_index_[r.pod.key()] = static_cast<int>(kept.size());
+    kept.push_back(r.pod);
+    kept_objects.push_back(r.object);
+    kept_assumed.push_back(r.bound_here_at);
+    kept_from_call.push_back(r.from_call_at);
   }
   RebuiltState rebuilt = rebuild_assignments(nodes_, kept);
   for (size_t i = 0; i < kept.size(); ++i) {
@@ -190,6 +207,7 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     e.object = std::move(kept_objects[i]);
     e.first_seen = seen == first_seen.end() ? now : seen->second;
     e.bound_here_at = kept_assumed[i];
+    e.from_call_at = kept_from_call[i];
   }
   for (const RebuiltPod& b : rebuilt.bound) {
     PodEntry& e = pods_[b.pod_index];
@@ -282,6 +300,7 @@ int ExtenderService::pod_index_locked(const K8sPod& pod, const nlohmann::json& o
   e.pod = pod;
   e.object = object;
   e.first_seen = std::chrono::steady_clock::now();
+  e.from_call_at = e.first_seen;
   return idx;
 }
 

@@ -16,7 +16,12 @@
 //   seconds that arrives still unbound (the API has not shown the Binding yet)
 //   keeps the service's node and GPUs, so a stale list never frees GPUs that
 //   were just given away; once the API shows the pod bound, its own version
-//   wins. Pending pods keep their first-seen time across calls. The new
+//   wins. A pod that only extender calls have shown (never the cluster
+//   objects) is kept when the new objects lack it: for kKeepAbsentBoundS
+//   after a bind here (its GPUs stay taken) and kKeepAbsentPendingS after
+//   the call while pending, so a watch that lags the scheduler neither frees
+//   GPUs nor forgets a pod about to be bound. A pod the objects showed and
+//   no longer show was deleted and is dropped. Pending pods keep their first-seen time across calls. The new
 //   model is built outside the lock and swapped in (calls wait only for the
 //   swap); a bind that lands during the build makes it build again.
 // - filter(): each candidate node passes or fails with the dimension that
@@ -119,6 +124,10 @@ class ExtenderService {
  public:
   // How long a bind made here outlives stale cluster objects (see above).
   static constexpr int kAssumeBindS = 300;
+  // A pod only extender calls have shown, absent from the new objects, is
+  // kept this long after a bind here, or after the call while pending.
+  static constexpr int kKeepAbsentBoundS = 30;
+  static constexpr int kKeepAbsentPendingS = 60;
 
   // `policy_name` as in policy/registry.h. Throws std::invalid_argument on an
   // unknown name.
@@ -167,6 +176,9 @@ class ExtenderService {
     mutable std::string pending_reason;
     // Set by a successful bind() here; cleared once the cluster objects show it.
     std::optional<std::chrono::steady_clock::time_point> bound_here_at;
+    // Set when the pod became known from an extender call rather than from
+    // the cluster objects; cleared once they show it.
+    std::optional<std::chrono::steady_clock::time_point> from_call_at;
   };
   struct Fit {
     Dimension dimension = Dimension::kNone;
@@ -185,6 +197,13 @@ class ExtenderService {
     std::chrono::steady_clock::time_point now;
     std::unordered_map<std::string, Assumed> assumed;
     std::unordered_map<std::string, std::chrono::steady_clock::time_point> first_seen;
+    // Recent pods kept if the new objects lack them (see kKeepAbsent*).
+    struct Recent {
+      K8sPod pod;
+      nlohmann::json object;
+      std::optional<std::chrono::steady_clock::time_point> bound_here_at, from_call_at;
+    };
+    std::vector<Recent> recent;
   };
   Carried carry_locked() const;
   void load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod> pods, std::vector<nlohmann::json> pod_objects,

@@ -122,6 +122,31 @@ TEST_F(ServiceSync, BindsDuringReloadsAreNeverLost) {
   }
 }
 
+// A pod the scheduler shows before the watch does (a lagging watch): a
+// reload without it neither forgets it before its bind nor frees its GPUs
+// after.
+TEST_F(ServiceSync, APodOnlyTheSchedulerShowedSurvivesReloads) {
+  sync({});
+  auto filter = [&](const json& pod) {
+    auto args = parse_extender_args(json{{"Pod", pod}, {"NodeNames", {"a", "b"}}}.dump());
+    ASSERT_TRUE(args.ok()) << args.error().what();
+    ExtenderFilterResult r = service_.filter(args.value());
+    EXPECT_EQ(r.error, "");
+  };
+  filter(pod_json({.name = "early", .gpus = 8}));
+  sync({});  // the watch has not seen it yet
+  ASSERT_EQ(bind("early", "a"), "");
+  sync({});  // still not
+  ASSERT_EQ(service_.assignments().count("ml/early"), 1u);
+  filter(pod_json({.name = "next", .gpus = 8}));
+  EXPECT_NE(bind("next", "a"), "");  // a is still full
+  // Once the objects have shown the pod, its absence means it was deleted.
+  sync({pod_json({.name = "early", .gpus = 8, .node = "a", .assigned = service_.assignments().at("ml/early")})});
+  sync({});
+  EXPECT_EQ(service_.assignments().count("ml/early"), 0u);
+  EXPECT_EQ(bind("next", "a"), "");
+}
+
 TEST_F(ServiceSync, PendingPodsKeepTheirAge) {
   sync({pod_json({.name = "wait", .gpus = 16})});  // fits nowhere
   auto age = [&] {
