@@ -509,9 +509,7 @@ struct Chosen {
 
 template <size_t N>
 std::array<Chosen, N> choose(dom::object object, const std::array<std::string_view, N>& wanted) {
-  std::array<KeyChoice, N> keys = [&]<size_t... I>(std::index_sequence<I...>) {
-    return std::array<KeyChoice, N>{KeyChoice(wanted[I])...};
-  }(std::make_index_sequence<N>());
+  std::vector<KeyChoice> keys(wanted.begin(), wanted.end());
   std::array<Chosen, N> out;
   int i = 0;
   for (dom::key_value_pair field : object) {
