@@ -121,6 +121,7 @@ bool ClusterWatch::list(Kind kind) {
   Store fresh;
   fresh.resource_version = resource_version(doc);
   uint64_t rejected = 0;
+  std::string first_rejected;
   for (json& item : doc["items"]) {
     try {
       Entry e;
@@ -128,8 +129,8 @@ bool ClusterWatch::list(Kind kind) {
       e.view = gpupack_view(nodes, item);
       e.object = std::move(item);
       fresh.items[key] = std::move(e);
-    } catch (const std::exception&) {
-      ++rejected;
+    } catch (const std::exception& ex) {
+      if (rejected++ == 0) first_rejected = ex.what();
     }
   }
   std::lock_guard lock(mu_);
@@ -137,7 +138,9 @@ bool ClusterWatch::list(Kind kind) {
   dirty_ = true;
   ++stats_.lists;
   stats_.rejected += rejected;
-  stats_.last_error.clear();
+  stats_.last_error = rejected == 0 ? ""
+                                    : fmt::format("{}: skipped {} object(s) gpupack cannot read; the first: {}", what,
+                                                  rejected, first_rejected);
   return true;
 }
 

@@ -58,7 +58,7 @@ class ClusterWatch {
     uint64_t lists = 0;       // successful lists (both kinds; the first two included)
     uint64_t flushes = 0;     // set_cluster() calls after start()
     uint64_t rejected = 0;    // objects that did not parse
-    std::string last_error;   // "" = none since the last success
+    std::string last_error;   // "" = none since the last success (a list names what it skipped)
   };
 
   ClusterWatch(const KubeClient& client, ExtenderService& service, WatchOptions options = {});

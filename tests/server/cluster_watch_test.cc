@@ -266,6 +266,19 @@ TEST_F(ClusterWatchTest, ABindHereSurvivesTheWatchCatchingUp) {
   EXPECT_EQ(assignments()["ml/job"].substr(0, 2), "b:");
 }
 
+TEST_F(ClusterWatchTest, AListNamesWhatItSkipped) {
+  json bad = pod_json({.name = "broken", .gpus = 1});
+  bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "lots";
+  bad["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "lots";
+  api_.set_list("pods", {pod_json({.name = "fine", .gpus = 1, .node = "a", .assigned = "a:0"}), bad});
+  start();
+  EXPECT_EQ(assignments().count("ml/fine"), 1u);
+  EXPECT_EQ(watch_->stats().rejected, 1u);
+  const std::string error = watch_->stats().last_error;
+  EXPECT_NE(error.find("GET /api/v1/pods: skipped 1 object(s)"), std::string::npos) << error;
+  EXPECT_NE(error.find("ml/broken"), std::string::npos) << error;
+}
+
 TEST_F(ClusterWatchTest, StopIsPromptWhileTheStreamIsIdle) {
   start();
   const auto t0 = std::chrono::steady_clock::now();
