@@ -131,6 +131,8 @@ void run_load(benchmark::State& state, bool cache_mode) {
         }
       });
     warm.arrive_and_wait();
+    // The slowest warm-up request: a worker's first large body (cold buffers).
+    state.counters["warmup_filter_max_ms"] = 1e3 * latency.quantile("filter", 1.0);
     latency.reset();
     const auto t0 = std::chrono::steady_clock::now();
     // GPUPACK_LOAD_RELOAD_MS: reload the whole cluster that often while the
