@@ -1,5 +1,5 @@
 // Fast reader of the extender's filter / prioritize request (ExtenderArgs)
-// for large node lists, on simdjson's On-Demand API.
+// for large node lists, on simdjson.
 //
 // Contract:
 // - parse_extender_args_fast(body) accepts and rejects the same bodies as
@@ -16,13 +16,14 @@
 //   naming the JSON path where it was found; never throws, never crashes on
 //   any input.
 // - Two passes for a well-formed body: simdjson's DOM parser validates the
-//   whole text, then an On-Demand walk reads only the Pod, the names and the
-//   node spans, stepping over everything else unread. Any other body (or any
+//   whole text and gives the chosen keys and the node names, then one
+//   On-Demand pass cuts out the Pod's text and each node item's text,
+//   stepping over everything else unread. Any other body (or any
 //   semantic error) is read by the thorough walk, which reads every value and
 //   whose answer is the reference; parse_extender_args_thorough() is that walk
 //   alone (tests and the fuzzer check that both agree).
-// - Thread-safe (parsers per thread, reused). Cost: one copy of the body plus
-//   two linear scans at simdjson speed.
+// - Thread-safe (parsers per thread, reused up to 8 MB bodies). Cost: one
+//   copy of the body plus two linear scans at simdjson speed.
 #pragma once
 
 #include <string_view>
