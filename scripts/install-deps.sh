@@ -9,6 +9,7 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev libfmt-dev
   clang libclang-rt-14-dev prometheus libcurl4-openssl-dev libglpk-dev
   libsimdjson-dev libssl-dev
+  ccache clang-format clang-tidy golang-go
 )
 
 missing=()
