@@ -1,9 +1,13 @@
 # gpupack: the two commands are `make demo` and `make test`.
 BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Sanitizer builds: no optimisation beyond -O1, little debug info (fast to build).
+SAN_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 -DGPUPACK_BUILD_BENCH=OFF
 
-.PHONY: all deps configure build demo test test-fast bench clean
+.PHONY: all deps configure build demo test test-release test-asan test-tsan lint format format-check tidy bench clean
 
 all: build
 
@@ -17,14 +21,42 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Runs the main job (policy comparison on the built-in synthetic cluster) and
-# writes its report to report/.
-demo: build
+# writes its report to report/. Builds only the gpupack binary.
+demo: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target gpupack
 	@./$(BUILD_DIR)/gpupack simulate --policy all --seeds 42-44 --out report
 	@echo "report written to report/ (curves.csv, summary.json, allocation.svg)"
 
-# Every test: unit tests, then the golden tests on the openb trace (label openb).
-test: build
+# Every test: the release build's unit, golden (openb) and Prometheus tests;
+# the unit tests and the fuzz target under ASan + UBSan; the threaded tests
+# under TSan; then formatting and clang-tidy.
+test: test-release test-asan test-tsan lint
+	@echo "make test: all checks passed"
+
+test-release: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	@CXX=clang++ cmake -S . -B $(ASAN_DIR) $(SAN_FLAGS) -DGPUPACK_SANITIZE=address,undefined -DGPUPACK_FUZZ=ON > /dev/null
+	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_odr_violation=2:detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+test-tsan: deps
+	@cmake -S . -B $(TSAN_DIR) $(SAN_FLAGS) -DGPUPACK_SANITIZE=thread > /dev/null
+	@cmake --build $(TSAN_DIR) -j $(JOBS)
+	@cd $(TSAN_DIR) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -j $(JOBS)
+
+lint: format-check tidy
+
+format:
+	@bash scripts/lint.sh format
+
+format-check: deps
+	@bash scripts/lint.sh format-check
+
+tidy: deps
+	@bash scripts/lint.sh tidy $(ASAN_DIR)
 
 test-fast: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit
@@ -33,4 +65,4 @@ bench: build
 	@bash bench/run.sh $(BUILD_DIR)
 
 clean:
-	@rm -rf $(BUILD_DIR) report
+	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) report

@@ -142,7 +142,9 @@ TEST(DefragPlanner, FragGoalLowersFgdFragmentation) {
   budget.max_moves = 6;
   const DefragPlan plan = plan_defrag(c.state, goal, budget, c.infos);
   EXPECT_LE(plan.moves(), 6);
-  if (plan.moves() > 0) EXPECT_LT(plan.after.frag_milli, plan.before.frag_milli);
+  if (plan.moves() > 0) {
+    EXPECT_LT(plan.after.frag_milli, plan.before.frag_milli);
+  }
   EXPECT_TRUE(validate_plan(c.state, plan, goal, budget, c.infos).empty());
 }
 
@@ -167,8 +169,11 @@ TEST(DefragPlanner, EveryPlanIsValidStepByStepOnRandomClusters) {
       const DefragPlan plan = plan_defrag(c.state, goal, budget, c.infos);
       const auto errors = validate_plan(c.state, plan, goal, budget, c.infos);
       EXPECT_TRUE(errors.empty()) << "seed " << seed << " goal " << goal_kind_name(kind) << ": " << errors.front();
-      for (const PlanStep& st : plan.steps)
-        if (st.kind != MoveKind::kAdmit) EXPECT_FALSE(move_info(c.infos, st.pod).immovable);
+      for (const PlanStep& st : plan.steps) {
+        if (st.kind != MoveKind::kAdmit) {
+          EXPECT_FALSE(move_info(c.infos, st.pod).immovable);
+        }
+      }
       expect_same_pods(before, c.state);
       if (kind == GoalKind::kAdmitPending) admitted += plan.after.admitted_pods;
       moves += plan.moves();

@@ -124,7 +124,9 @@ TEST(ClusterState, RandomSequencesKeepInvariantsAndUndoExactly) {
         }
         const auto before = snapshot(s);
         const Status st = s.bind(pod, r, a);
-        if (!st.is_ok()) EXPECT_EQ(snapshot(s), before);
+        if (!st.is_ok()) {
+          EXPECT_EQ(snapshot(s), before);
+        }
       } else if (op < 8) {
         (void)s.unbind(pod);
       } else if (op < 9) {

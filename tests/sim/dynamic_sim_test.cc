@@ -129,8 +129,11 @@ TEST(DynamicSim, PreemptionEvictsAGangWholeAndRequeuesIt) {
   EXPECT_EQ(on.jobs[0].first_start_s, 0);
   EXPECT_EQ(on.jobs[0].start_s, 20);  // restarted whole once the urgent job left
   EXPECT_EQ(on.jobs[0].end_s, 1020);
-  for (const DynamicSample& s : on.samples)
-    if (s.time_s == 10) EXPECT_EQ(s.used_milli, 8000);  // the urgent pod only: no gang member left behind
+  for (const DynamicSample& s : on.samples) {
+    if (s.time_s == 10) {
+      EXPECT_EQ(s.used_milli, 8000);  // the urgent pod only: no gang member left behind
+    }
+  }
 }
 
 TEST(DynamicSim, QuotaHoldsBackOnlyItsQueue) {
@@ -154,7 +157,9 @@ TEST(DynamicSim, GeneratedGangWorkloadRunsWithInvariantsAndRackPreference) {
   int no_estimate = 0;
   for (const auto& j : w.jobs) {
     no_estimate += !j.estimate_s;
-    if (j.estimate_s) EXPECT_GE(*j.estimate_s, j.runtime_s);
+    if (j.estimate_s) {
+      EXPECT_GE(*j.estimate_s, j.runtime_s);
+    }
   }
   EXPECT_GT(no_estimate, 0);
   EXPECT_LT(no_estimate, 300);

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Formatting and static checks of gpupack's own sources.
+#   lint.sh format              apply .clang-format to src/, tests/, bench/
+#   lint.sh format-check        fail, listing files, if any is not formatted
+#   lint.sh tidy [build-dir]    clang-tidy (.clang-tidy) over src/*.cc with the
+#                               compile commands of build-dir (configured
+#                               with clang++ if it has none yet)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+files() { find src tests bench -name '*.cc' -o -name '*.h' | grep -v '/corpus/' | sort; }
+
+case "${1:-}" in
+  format)
+    files | xargs clang-format -i
+    ;;
+  format-check)
+    bad=()
+    while IFS= read -r f; do
+      if ! clang-format --dry-run --Werror "$f" > /dev/null 2>&1; then bad+=("$f"); fi
+    done < <(files)
+    if [ ${#bad[@]} -gt 0 ]; then
+      echo "lint: not formatted (run 'make format'): ${bad[*]}" >&2
+      exit 1
+    fi
+    echo "lint: formatting ok ($(files | wc -l) files)"
+    ;;
+  tidy)
+    dir="${2:-build-asan}"
+    if [ ! -f "$dir/compile_commands.json" ]; then
+      CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 \
+        -DGPUPACK_BUILD_BENCH=OFF > /dev/null
+    fi
+    log="$(mktemp)"
+    if ! find src -name '*.cc' | sort |
+        xargs -P "$(nproc)" -n 4 clang-tidy -p "$dir" --quiet > "$log" 2>&1; then
+      grep -E "error:|warning:" -A 3 "$log" | head -100 >&2
+      echo "lint: clang-tidy found problems (full log: $log)" >&2
+      exit 1
+    fi
+    rm -f "$log"
+    echo "lint: clang-tidy ok ($(find src -name '*.cc' | wc -l) files)"
+    ;;
+  *)
+    echo "usage: lint.sh format | format-check | tidy [build-dir]" >&2
+    exit 2
+    ;;
+esac
