@@ -15,5 +15,6 @@ void add_serve_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);
 void add_mig_plan_command(CLI::App& app);
 void add_hw_experiment_command(CLI::App& app);
+void add_policies_command(CLI::App& app);
 
 }  // namespace gpupack::cli

@@ -86,7 +86,7 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_option("--max-moves-pct", flags->max_moves_pct, "at most this % of running pods moved");
   cmd->add_option("--max-moved-gpus", flags->max_moved_gpus, "at most this many GPUs' worth of pods moved");
   cmd->add_option("--max-cost", flags->max_cost, "at most this summed move cost");
-  cmd->add_option("--method", flags->method, "planner, high-node-utilization or low-node-utilization")
+  cmd->add_option("--method", flags->method, defrag_method_name_list())
       ->capture_default_str();
   cmd->add_option("--policy", flags->policy, "policy that re-places evicted pods (descheduler methods)")
       ->capture_default_str();

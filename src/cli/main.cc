@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   gpupack::cli::add_analyze_command(app);
   gpupack::cli::add_mig_plan_command(app);
   gpupack::cli::add_hw_experiment_command(app);
+  gpupack::cli::add_policies_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/simulate_dynamic.h"
+#include "defrag/methods.h"
 #include "io/hw_input.h"
 #include "io/input_error.h"
 #include "io/openb.h"
@@ -19,6 +20,7 @@
 #include "policy/registry.h"
 #include "sim/experiment.h"
 #include "sim/report.h"
+#include "sim/seeds.h"
 #include "sim/synthetic.h"
 #include "util/strings.h"
 
@@ -49,34 +51,6 @@ double parse_budget_fraction(const std::string& text) {
     throw std::invalid_argument(
         fmt::format("--defrag-budget: '{}' is not a share of running pods (e.g. 5% or 0.05)", text));
   return v * scale;
-}
-
-// "42", "42-51", "1,5,7-9" -> seeds.
-std::vector<uint64_t> parse_seeds(const std::string& text) {
-  std::vector<uint64_t> seeds;
-  auto number = [&](std::string_view s) {
-    uint64_t v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || end != s.data() + s.size())
-      throw std::invalid_argument(fmt::format("--seeds: '{}' is not a non-negative integer", s));
-    return v;
-  };
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string_view part(text.data() + start, end - start);
-    const size_t dash = part.find('-');
-    if (dash == std::string_view::npos) {
-      seeds.push_back(number(part));
-    } else {
-      const uint64_t lo = number(part.substr(0, dash)), hi = number(part.substr(dash + 1));
-      if (hi < lo || hi - lo > 10000) throw std::invalid_argument(fmt::format("--seeds: bad range '{}'", part));
-      for (uint64_t s = lo; s <= hi; ++s) seeds.push_back(s);
-    }
-    start = end + 1;
-  }
-  return seeds;
 }
 
 class ProgressLine {
@@ -206,7 +180,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--cluster", flags->cluster, "cluster YAML (node pools, GPU modes, MIG layouts, topology)");
   cmd->add_option("--workload", flags->workload, "workload CSV or YAML with hardware fields (docs/HARDWARE.md)");
   cmd->add_option("--policy", flags->policy,
-                  "policy name, comma-separated names, or 'all': random, dotprod, gpuclustering, gpupacking, bestfit, fgd, firstfit, spread")
+                  "policy name, comma-separated names, or 'all': " + policy_name_list())
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "seeds: 42, 42-51 or 1,5,7-9")->capture_default_str();
   cmd->add_option("--tune", flags->tune, "arrived GPU request as a multiple of cluster GPU capacity")
@@ -223,7 +197,7 @@ void add_simulate_command(CLI::App& app) {
                   "after the arrivals, defragment moving at most this share of running pods (e.g. 5%), then retry "
                   "the failed pods; adds alloc_pct_before/after_defrag, moves, running_pods to summary.json");
   cmd->add_option("--defrag-method", flags->defrag_method,
-                  "with --defrag-budget: planner, high-node-utilization or low-node-utilization")
+                  "with --defrag-budget: " + defrag_method_name_list())
       ->capture_default_str();
   cmd->add_option("--save-state", flags->save_state,
                   "write the first run's state after its arrivals (gpupack-state/v1 JSON, for gpupack defrag)");

@@ -5,19 +5,62 @@
 #include <stdexcept>
 
 namespace gpupack {
+namespace {
+
+DefragMethodFn descheduler(DeschedulerStrategy strategy) {
+  return [strategy](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                    const PodMoveInfos& infos, Policy& policy, std::span<const int64_t> node_rank,
+                    const PlannerOptions&) {
+    DeschedulerOptions opt;
+    opt.strategy = strategy;
+    return plan_descheduler(state, goal, budget, infos, policy, node_rank, opt);
+  };
+}
+
+}  // namespace
+
+// The one list of defragmentation methods.
+const std::vector<DefragMethodInfo>& defrag_method_table() {
+  static const std::vector<DefragMethodInfo> t = {
+      {"planner", "gpupack's move planner: fewest moves that reach the goal (greedy + chains)",
+       [](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
+          Policy&, std::span<const int64_t>, const PlannerOptions& planner) {
+         return plan_defrag(state, goal, budget, infos, planner);
+       }},
+      {"high-node-utilization", "descheduler HighNodeUtilization: empty the least used nodes",
+       descheduler(DeschedulerStrategy::kHighNodeUtilization)},
+      {"low-node-utilization", "descheduler LowNodeUtilization: move pods off the most used nodes",
+       descheduler(DeschedulerStrategy::kLowNodeUtilization)},
+  };
+  return t;
+}
+
+std::vector<std::string> defrag_method_names() {
+  std::vector<std::string> out;
+  for (const auto& m : defrag_method_table()) out.push_back(m.name);
+  return out;
+}
+
+std::string defrag_method_name_list() {
+  const auto& t = defrag_method_table();
+  std::string out;
+  for (size_t i = 0; i < t.size(); ++i) out += (i == 0 ? "" : i + 1 == t.size() ? " or " : ", ") + t[i].name;
+  return out;
+}
+
+void check_defrag_method(std::string_view method) {
+  for (const auto& m : defrag_method_table())
+    if (m.name == method) return;
+  throw std::invalid_argument(fmt::format("unknown defrag method '{}' (known: {})", method, defrag_method_name_list()));
+}
 
 DefragPlan plan_by_method(std::string_view method, const ClusterState& state, const DefragGoal& goal,
                           const DefragBudget& budget, const PodMoveInfos& infos, Policy& policy,
                           std::span<const int64_t> node_rank, const PlannerOptions& planner) {
-  if (method == "planner") return plan_defrag(state, goal, budget, infos, planner);
-  if (method == "high-node-utilization" || method == "low-node-utilization") {
-    DeschedulerOptions opt;
-    opt.strategy = method == "high-node-utilization" ? DeschedulerStrategy::kHighNodeUtilization
-                                                     : DeschedulerStrategy::kLowNodeUtilization;
-    return plan_descheduler(state, goal, budget, infos, policy, node_rank, opt);
-  }
-  throw std::invalid_argument(fmt::format(
-      "unknown defrag method '{}' (known: planner, high-node-utilization, low-node-utilization)", method));
+  for (const auto& m : defrag_method_table())
+    if (m.name == method) return m.plan(state, goal, budget, infos, policy, node_rank, planner);
+  check_defrag_method(method);
+  return {};
 }
 
 }  // namespace gpupack

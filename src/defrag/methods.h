@@ -1,20 +1,42 @@
 // Defragmentation methods by name, as the CLI and the simulator offer them.
 //
-// Contract: plan_by_method() plans with "planner" (plan_defrag() with
-// `planner`), "high-node-utilization" or "low-node-utilization"
-// (plan_descheduler() with default thresholds, re-placing with `policy`
-// and `node_rank`). It does not change `state`; apply the plan with
-// apply_plan(). An unknown name throws std::invalid_argument listing the
-// known ones.
+// Contract: defrag_method_table() is the one list of methods (name, one-line
+// summary, planning function); help texts, `gpupack policies`, name checks
+// and tests derive from it. plan_by_method() plans with "planner"
+// (plan_defrag() with `planner`), "high-node-utilization" or
+// "low-node-utilization" (plan_descheduler() with default thresholds,
+// re-placing with `policy` and `node_rank`). It does not change `state`;
+// apply the plan with apply_plan(). An unknown name throws
+// std::invalid_argument listing the known ones.
 #pragma once
 
+#include <functional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "defrag/descheduler.h"
 #include "defrag/planner.h"
 
 namespace gpupack {
+
+using DefragMethodFn =
+    std::function<DefragPlan(const ClusterState&, const DefragGoal&, const DefragBudget&, const PodMoveInfos&, Policy&,
+                             std::span<const int64_t>, const PlannerOptions&)>;
+
+struct DefragMethodInfo {
+  std::string name;
+  std::string summary;
+  DefragMethodFn plan;
+};
+
+const std::vector<DefragMethodInfo>& defrag_method_table();
+std::vector<std::string> defrag_method_names();
+// "a, b or c": the names for help and error texts.
+std::string defrag_method_name_list();
+// Throws std::invalid_argument naming the known methods when `method` is not one.
+void check_defrag_method(std::string_view method);
 
 DefragPlan plan_by_method(std::string_view method, const ClusterState& state, const DefragGoal& goal,
                           const DefragBudget& budget, const PodMoveInfos& infos, Policy& policy,

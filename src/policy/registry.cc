@@ -14,25 +14,57 @@
 #include "policy/spread.h"
 
 namespace gpupack {
+namespace {
 
-const std::vector<std::string>& policy_names() {
-  static const std::vector<std::string> names = {"random", "dotprod", "gpuclustering", "gpupacking",
-                                                 "bestfit", "fgd", "firstfit", "spread"};
+template <class P>
+PolicyFactory plain() {
+  return [](const PolicyOptions&) { return std::make_unique<P>(); };
+}
+
+// The one list of built-in policies. Add a policy here, in its own file.
+std::vector<PolicyInfo>& table() {
+  static std::vector<PolicyInfo> t = {
+      {"random", "a uniformly random feasible node (seeded)",
+       [](const PolicyOptions& o) { return std::make_unique<RandomPolicy>(o.seed); }},
+      {"dotprod", "free resources least aligned with the pod (Tetris dot product)", plain<DotProductPolicy>()},
+      {"gpuclustering", "nodes already running pods of the same GPU shape", plain<GpuClusteringPolicy>()},
+      {"gpupacking", "partly used GPUs first, then partly used nodes, free nodes last", plain<GpuPackingPolicy>()},
+      {"bestfit", "the node left with the least free CPU and GPU", plain<BestFitPolicy>()},
+      {"fgd", "the least growth of expected fragmentation for the target workload (FGD)",
+       [](const PolicyOptions& o) { return std::make_unique<FgdPolicy>(o.target); }},
+      {"firstfit", "the first feasible node in rank order", plain<FirstFitPolicy>()},
+      {"spread", "the most free capacity left (Kubernetes LeastAllocated)", plain<SpreadPolicy>()},
+  };
+  return t;
+}
+
+}  // namespace
+
+const std::vector<PolicyInfo>& policy_table() { return table(); }
+
+void register_policy(PolicyInfo info) {
+  if (info.name.empty() || !info.make) throw std::invalid_argument("a policy needs a name and a factory");
+  for (const PolicyInfo& p : table())
+    if (p.name == info.name) throw std::invalid_argument(fmt::format("policy '{}' is already registered", info.name));
+  table().push_back(std::move(info));
+}
+
+std::vector<std::string> policy_names() {
+  std::vector<std::string> names;
+  for (const PolicyInfo& p : table()) names.push_back(p.name);
   return names;
 }
 
+std::string policy_name_list() {
+  std::string out;
+  for (const PolicyInfo& p : table()) out += (out.empty() ? "" : ", ") + p.name;
+  return out;
+}
+
 std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options) {
-  if (name == "random") return std::make_unique<RandomPolicy>(options.seed);
-  if (name == "dotprod") return std::make_unique<DotProductPolicy>();
-  if (name == "gpuclustering") return std::make_unique<GpuClusteringPolicy>();
-  if (name == "gpupacking") return std::make_unique<GpuPackingPolicy>();
-  if (name == "bestfit") return std::make_unique<BestFitPolicy>();
-  if (name == "fgd") return std::make_unique<FgdPolicy>(options.target);
-  if (name == "firstfit") return std::make_unique<FirstFitPolicy>();
-  if (name == "spread") return std::make_unique<SpreadPolicy>();
-  std::string known;
-  for (const auto& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
-  throw std::invalid_argument(fmt::format("unknown policy '{}' (known: {})", name, known));
+  for (const PolicyInfo& p : table())
+    if (p.name == name) return p.make(options);
+  throw std::invalid_argument(fmt::format("unknown policy '{}' (known: {})", name, policy_name_list()));
 }
 
 }  // namespace gpupack

@@ -1,11 +1,22 @@
-// Policies by name.
+// Policies by name: one table, from which everything else is derived.
 //
-// Contract: make_policy() returns a fresh policy for the lower-case name
-// (random, dotprod, gpuclustering, gpupacking, bestfit, fgd, firstfit,
-// spread) or throws std::invalid_argument listing the known names. FGD needs
-// `options.target` (the expected workload); Random uses `options.seed`.
+// Contract:
+// - policy_table() lists every built-in policy once, in the order reports
+//   list them (the FGD paper's six first): its name (lower case), a one-line
+//   summary, and its factory. The CLI's help text (policy_help()), the
+//   `gpupack policies` listing, docs/ALGORITHMS.md's table (checked by a test)
+//   and the tests' expectations all derive from this table; adding a policy is
+//   one file plus one line in registry.cc plus its test.
+// - make_policy() returns a fresh policy for a name, or throws
+//   std::invalid_argument listing the known names. FGD needs
+//   `options.target` (the expected workload); Random uses `options.seed`.
+// - register_policy() adds an entry at run time (plug-ins and test fixtures);
+//   it throws std::invalid_argument for an empty or already used name. The
+//   table is process-wide; registration is not thread-safe with lookups and
+//   belongs at start-up.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,9 +32,22 @@ struct PolicyOptions {
   std::shared_ptr<const TargetWorkload> target;
 };
 
+using PolicyFactory = std::function<std::unique_ptr<Policy>(const PolicyOptions&)>;
+
+struct PolicyInfo {
+  std::string name;     // what --policy takes
+  std::string summary;  // one line: what the policy prefers
+  PolicyFactory make;
+};
+
+const std::vector<PolicyInfo>& policy_table();
+void register_policy(PolicyInfo info);
+
 std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options);
 
-// Every policy name, in the order reports list them (the FGD paper's six first).
-const std::vector<std::string>& policy_names();
+// Every policy name, in table order.
+std::vector<std::string> policy_names();
+// "a, b, c": the names for help and error texts.
+std::string policy_name_list();
 
 }  // namespace gpupack

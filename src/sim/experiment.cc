@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "defrag/methods.h"
 #include "defrag/snapshot.h"
 #include "model/cluster_state.h"
 #include "policy/registry.h"
@@ -47,10 +48,7 @@ std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
       TargetWorkload::from_requests(spec.trace.requests, spec.trace.model_keys));
   for (const auto& p : spec.policies) make_policy(p, {0, target});  // validate names up front
   if (spec.defrag) {
-    const auto& methods = static_defrag_methods();
-    if (std::find(methods.begin(), methods.end(), spec.defrag->method) == methods.end())
-      throw std::invalid_argument("unknown defrag method '" + spec.defrag->method +
-                                  "' (known: planner, high-node-utilization, low-node-utilization)");
+    check_defrag_method(spec.defrag->method);
     if (!(spec.defrag->budget_fraction >= 0 && spec.defrag->budget_fraction <= 1))
       throw std::invalid_argument("defrag budget must be within 0..100% of running pods");
   }

@@ -9,11 +9,6 @@
 
 namespace gpupack {
 
-const std::vector<std::string>& static_defrag_methods() {
-  static const std::vector<std::string> names = {"planner", "high-node-utilization", "low-node-utilization"};
-  return names;
-}
-
 StaticDefragResult defrag_after_arrivals(ClusterState& state, std::span<const Request> arrivals,
                                          std::span<const Assignment> placements, Policy& policy,
                                          std::span<const int64_t> node_rank, const StaticDefragSpec& spec) {

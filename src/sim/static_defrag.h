@@ -26,12 +26,9 @@ namespace gpupack {
 
 struct StaticDefragSpec {
   double budget_fraction = 0.05;   // of running pods
-  std::string method = "planner";  // planner, high-node-utilization, low-node-utilization
+  std::string method = "planner";  // a name from defrag_method_table()
   double time_limit_s = 0;         // planner search limit; 0 = none
 };
-
-// Names accepted by StaticDefragSpec::method.
-const std::vector<std::string>& static_defrag_methods();
 
 struct StaticDefragResult {
   std::string method;

@@ -10,8 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "policy/registry.h"
+
 namespace {
 
+using gpupack::policy_names;
 using gpupack::testing::RunResult;
 using gpupack::testing::run_gpupack;
 using gpupack::testing::fresh_temp_dir;
@@ -21,14 +24,13 @@ TEST(SimulateCli, SyntheticDefaultComparesEveryPolicyAndWritesTheReport) {
   const std::string out = fresh_temp_dir("cli_synthetic");
   const RunResult r = run_gpupack("simulate --synthetic-nodes 120 --seeds 1-2 --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  for (const char* p : {"random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd", "firstfit", "spread"})
-    EXPECT_THAT(r.output, ::testing::HasSubstr(p));
+  for (const std::string& p : policy_names()) EXPECT_THAT(r.output, ::testing::HasSubstr(p));
   EXPECT_THAT(r.output, ::testing::HasSubstr("@130%"));
   const std::string curves = read_file(out + "/curves.csv");
   EXPECT_EQ(curves.substr(0, curves.find('\n')), "policy,seed,arrived_pct,alloc_pct,frag_pct");
   EXPECT_THAT(curves, ::testing::HasSubstr("\nfgd,2,100,"));
   const auto summary = nlohmann::json::parse(read_file(out + "/summary.json"));
-  ASSERT_EQ(summary["runs"].size(), 16u);
+  ASSERT_EQ(summary["runs"].size(), policy_names().size() * 2);  // every policy, 2 seeds
   for (const auto& run : summary["runs"]) {
     EXPECT_TRUE(run.contains("final_alloc_pct"));
     EXPECT_TRUE(run.contains("failed_pods"));
