@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <unordered_set>
+#include <vector>
+
+#include "sched/scheduler.h"
 
 namespace gpupack {
 
@@ -99,6 +102,16 @@ DefragPlan plan_descheduler(const ClusterState& state, const DefragGoal& goal, c
   plan.after = plan.steps.empty() ? plan.before : plan.steps.back().after;
   plan.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return plan;
+}
+
+std::optional<Assignment> policy_place(const ClusterState& state, Policy& policy, std::span<const int64_t> node_rank,
+                                       const Request& req, std::span<const uint8_t> mask) {
+  Scheduler scheduler(policy, std::vector<int64_t>(node_rank.begin(), node_rank.end()));
+  scheduler.set_explain_failures(false);
+  scheduler.set_node_mask(mask);
+  const Decision d = scheduler.decide(state, req);
+  if (!d.placed()) return std::nullopt;
+  return d.assignment;
 }
 
 }  // namespace gpupack

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "defrag/budget.h"
 #include "defrag/goal.h"
@@ -42,13 +43,20 @@ DefragPlan plan_descheduler(const ClusterState& state, const DefragGoal& goal, c
                             const PodMoveInfos& infos, Policy& policy, std::span<const int64_t> node_rank,
                             const DeschedulerOptions& options);
 
-// The scheduler's decision restricted to nodes where `allowed(node)` holds:
-// filter, policy score (min-max normalised when the policy asks), highest
-// score, ties to the lowest rank (node index when `node_rank` is empty).
+// The scheduler's decision (Scheduler::decide) restricted to nodes whose
+// mask byte is non-zero (empty = every node): filter, policy score (min-max
+// normalised when the policy asks), highest score, ties to the lowest rank
+// (node index when `node_rank` is empty).
+std::optional<Assignment> policy_place(const ClusterState& state, Policy& policy, std::span<const int64_t> node_rank,
+                                       const Request& req, std::span<const uint8_t> mask = {});
+
+// The same with a predicate over nodes.
 template <class Allowed>
 std::optional<Assignment> policy_place(const ClusterState& state, Policy& policy, std::span<const int64_t> node_rank,
-                                       const Request& req, Allowed allowed);
+                                       const Request& req, Allowed allowed) {
+  std::vector<uint8_t> mask(static_cast<size_t>(state.node_count()));
+  for (int i = 0; i < state.node_count(); ++i) mask[static_cast<size_t>(i)] = allowed(NodeId{i}) ? 1 : 0;
+  return policy_place(state, policy, node_rank, req, std::span<const uint8_t>(mask));
+}
 
 }  // namespace gpupack
-
-#include "defrag/descheduler_inl.h"

@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "sched/filter.h"
@@ -85,42 +86,53 @@ GangPlacement GangPlacer::place(ClusterState& state, std::span<const PodId> pods
     throw std::invalid_argument("gang '" + gang.name + "': one pod id per member is needed");
   if (!base_mask.empty() && base_mask.size() != static_cast<size_t>(node_count_))
     throw std::invalid_argument("gang placement: base mask does not cover every node");
-  GangPlacement out;
-  const int n_members = static_cast<int>(gang.members.size());
-  if (n_members == 0) {
+  if (gang.members.empty()) {
+    GangPlacement out;
     out.placed = true;
     out.level = "node";
     return out;
   }
-  const ClusterState::Checkpoint start = state.checkpoint();
-  auto base = [&](int i) { return base_mask.empty() || base_mask[static_cast<size_t>(i)] != 0; };
+  if (gang.members.size() == 1) return place_single(state, pods, gang, base_mask);
+  // Narrowest domain first: one node, then each topology level, then the cluster.
+  if (auto out = place_on_one_node(state, pods, gang, base_mask)) return *out;
+  for (size_t l = 0; l < levels_.size(); ++l)
+    if (auto out = place_in_level(state, pods, gang, base_mask, l)) return *out;
+  return place_cluster_wide(state, pods, gang, base_mask);
+}
+
+GangPlacement GangPlacer::place_single(ClusterState& state, std::span<const PodId> pods, const GangRequest& gang,
+                                       std::span<const uint8_t> base_mask) {
+  // One Scheduler decision.
+  GangPlacement out;
   std::vector<Assignment> trial;
-
-  // A one-member gang: one Scheduler decision.
-  if (n_members == 1) {
-    mask_.assign(base_mask.begin(), base_mask.end());
-    const int placed = greedy(state, pods, gang, true, trial, out.reason);
-    out.assignments = trial;
-    out.placed_members = placed;
-    out.placed = placed == 1;
-    if (out.placed) {
-      out.level = "node";
-      out.domain = std::string(state.node_name(trial[0].node));
-    }
-    return out;
+  mask_.assign(base_mask.begin(), base_mask.end());
+  const int placed = greedy(state, pods, gang, true, trial, out.reason);
+  out.assignments = trial;
+  out.placed_members = placed;
+  out.placed = placed == 1;
+  if (out.placed) {
+    out.level = "node";
+    out.domain = std::string(state.node_name(trial[0].node));
   }
+  return out;
+}
 
-  // Level 0: one node holds every member. The policy's pick for the first
-  // member among the nodes that can, a few tries at most.
-  mask_.assign(static_cast<size_t>(node_count_), 0);
+std::optional<GangPlacement> GangPlacer::place_on_one_node(ClusterState& state, std::span<const PodId> pods,
+                                                           const GangRequest& gang,
+                                                           std::span<const uint8_t> base_mask) {
+  // The policy's pick for the first member among the nodes that can hold
+  // every member, a few tries at most.
+  const int n_members = static_cast<int>(gang.members.size());
+  const ClusterState::Checkpoint start = state.checkpoint();
+  std::vector<uint8_t> candidate_mask(static_cast<size_t>(node_count_), 0);
   int candidates = 0;
   for (int i = 0; i < node_count_; ++i) {
-    if (base(i) && node_can_hold_all(state, NodeId{i}, gang)) {
-      mask_[static_cast<size_t>(i)] = 1;
+    if (allowed_by(base_mask, i) && node_can_hold_all(state, NodeId{i}, gang)) {
+      candidate_mask[static_cast<size_t>(i)] = 1;
       ++candidates;
     }
   }
-  std::vector<uint8_t> candidate_mask = mask_;
+  std::vector<Assignment> trial;
   for (int attempt = 0; attempt < 4 && candidates > 0; ++attempt) {
     scheduler_.set_node_mask(candidate_mask);
     const Decision first = scheduler_.decide(state, gang.members[0]);
@@ -131,6 +143,7 @@ GangPlacement GangPlacer::place(ClusterState& state, std::span<const PodId> pods
     mask_[index(n)] = 1;
     Dimension ignored = Dimension::kNone;
     if (greedy(state, pods, gang, true, trial, ignored) == n_members) {
+      GangPlacement out;
       out.placed = true;
       out.placed_members = n_members;
       out.assignments = trial;
@@ -142,50 +155,61 @@ GangPlacement GangPlacer::place(ClusterState& state, std::span<const PodId> pods
     candidate_mask[index(n)] = 0;
     --candidates;
   }
+  return std::nullopt;
+}
 
-  // Topology levels: the domain whose placement costs least.
-  for (size_t l = 0; l < levels_.size(); ++l) {
-    const Domains& doms = domains_[l];
-    double best_cost = std::numeric_limits<double>::infinity();
-    size_t best = doms.names.size();
-    std::vector<Assignment> best_assign;
-    for (size_t d = 0; d < doms.names.size(); ++d) {
-      mask_.assign(static_cast<size_t>(node_count_), 0);
-      int64_t free_gpu = 0;
-      for (NodeId n : doms.nodes[d]) {
-        if (!base(static_cast<int>(index(n)))) continue;
-        mask_[index(n)] = 1;
-        free_gpu += state.gpu_free_total_milli(n);
-      }
-      if (free_gpu < gang.total_gpu_milli()) continue;
-      const double before = frag_target_ ? domain_cost(state, doms.nodes[d]) : 0.0;
-      Dimension ignored = Dimension::kNone;
-      if (greedy(state, pods, gang, true, trial, ignored) == n_members) {
-        const double cost = domain_cost(state, doms.nodes[d]) - before;
-        if (cost < best_cost) {
-          best_cost = cost;
-          best = d;
-          best_assign = trial;
-        }
-      }
-      state.rollback(start);
+std::optional<GangPlacement> GangPlacer::place_in_level(ClusterState& state, std::span<const PodId> pods,
+                                                        const GangRequest& gang, std::span<const uint8_t> base_mask,
+                                                        size_t level) {
+  // Every domain of the level is tried; the one whose placement costs least wins.
+  const int n_members = static_cast<int>(gang.members.size());
+  const ClusterState::Checkpoint start = state.checkpoint();
+  const Domains& doms = domains_[level];
+  double best_cost = std::numeric_limits<double>::infinity();
+  size_t best = doms.names.size();
+  std::vector<Assignment> trial, best_assign;
+  for (size_t d = 0; d < doms.names.size(); ++d) {
+    mask_.assign(static_cast<size_t>(node_count_), 0);
+    int64_t free_gpu = 0;
+    for (NodeId n : doms.nodes[d]) {
+      if (!allowed_by(base_mask, static_cast<int>(index(n)))) continue;
+      mask_[index(n)] = 1;
+      free_gpu += state.gpu_free_total_milli(n);
     }
-    if (best < doms.names.size()) {
-      for (int i = 0; i < n_members; ++i) {
-        const Status st = state.bind(pods[static_cast<size_t>(i)], gang.members[static_cast<size_t>(i)],
-                                     best_assign[static_cast<size_t>(i)]);
-        if (!st.is_ok()) throw std::logic_error("gang replay failed: " + st.message);
+    if (free_gpu < gang.total_gpu_milli()) continue;
+    const double before = frag_target_ ? domain_cost(state, doms.nodes[d]) : 0.0;
+    Dimension ignored = Dimension::kNone;
+    if (greedy(state, pods, gang, true, trial, ignored) == n_members) {
+      const double cost = domain_cost(state, doms.nodes[d]) - before;
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = d;
+        best_assign = trial;
       }
-      out.placed = true;
-      out.placed_members = n_members;
-      out.assignments = std::move(best_assign);
-      out.level = levels_[l].name;
-      out.domain = doms.names[best];
-      return out;
     }
+    state.rollback(start);
   }
+  if (best == doms.names.size()) return std::nullopt;
+  for (int i = 0; i < n_members; ++i) {
+    const Status st = state.bind(pods[static_cast<size_t>(i)], gang.members[static_cast<size_t>(i)],
+                                 best_assign[static_cast<size_t>(i)]);
+    if (!st.is_ok()) throw std::logic_error("gang replay failed: " + st.message);
+  }
+  GangPlacement out;
+  out.placed = true;
+  out.placed_members = n_members;
+  out.assignments = std::move(best_assign);
+  out.level = levels_[level].name;
+  out.domain = doms.names[best];
+  return out;
+}
 
-  // Whole cluster: as many members as fit, at least min_member.
+GangPlacement GangPlacer::place_cluster_wide(ClusterState& state, std::span<const PodId> pods,
+                                             const GangRequest& gang, std::span<const uint8_t> base_mask) {
+  // As many members as fit anywhere, at least min_member, or nothing.
+  GangPlacement out;
+  const ClusterState::Checkpoint start = state.checkpoint();
+  std::vector<Assignment> trial;
   mask_.assign(base_mask.begin(), base_mask.end());
   const int placed = greedy(state, pods, gang, false, trial, out.reason);
   if (placed >= gang.required()) {

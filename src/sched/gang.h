@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -97,6 +98,20 @@ class GangPlacer {
   int greedy(ClusterState& state, std::span<const PodId> pods, const GangRequest& gang, bool stop_at_first_failure,
              std::vector<Assignment>& out, Dimension& reason);
   double domain_cost(const ClusterState& state, const std::vector<NodeId>& nodes) const;
+  // The steps of place(), narrowest domain first; each binds the whole gang
+  // or leaves the state as it found it.
+  GangPlacement place_single(ClusterState& state, std::span<const PodId> pods, const GangRequest& gang,
+                             std::span<const uint8_t> base_mask);
+  std::optional<GangPlacement> place_on_one_node(ClusterState& state, std::span<const PodId> pods,
+                                                 const GangRequest& gang, std::span<const uint8_t> base_mask);
+  std::optional<GangPlacement> place_in_level(ClusterState& state, std::span<const PodId> pods,
+                                              const GangRequest& gang, std::span<const uint8_t> base_mask,
+                                              size_t level);
+  GangPlacement place_cluster_wide(ClusterState& state, std::span<const PodId> pods, const GangRequest& gang,
+                                   std::span<const uint8_t> base_mask);
+  static bool allowed_by(std::span<const uint8_t> mask, int i) {
+    return mask.empty() || mask[static_cast<size_t>(i)] != 0;
+  }
   bool node_can_hold_all(const ClusterState& state, NodeId n, const GangRequest& gang) const;
 
   Scheduler& scheduler_;

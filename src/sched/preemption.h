@@ -22,6 +22,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -59,11 +62,26 @@ class PreemptionPlanner {
                       std::span<const PodId> pods, int priority);
 
  private:
-  struct Saved {
-    PodId pod;
-    Request request;
-    Assignment assignment;
+  struct Candidate;
+  class VictimSet;
+  struct FragBaseline {
+    std::vector<double> per_node;  // FGD fragmentation per node before any eviction
+    double cluster = 0;
   };
+  // Puts back each of `evicted` (spare order) and evicts it again only when
+  // the job no longer `fits()` without it; returns the victims kept.
+  Candidate spare(ClusterState& state, VictimSet& set, std::vector<int> evicted,
+                  const std::function<bool()>& fits) const;
+  // Evicts candidates level by level (lowest priority first) until the job
+  // fits; returns that level, or nullopt when even all of them are not enough.
+  std::optional<int> lowest_sufficient_level(ClusterState& state, const VictimSet& set, const GangRequest& job,
+                                             std::span<const PodId> pods) const;
+  // Node -> candidates (priority <= threshold) with a pod on that node.
+  std::map<int32_t, std::vector<int>> victims_by_node(const VictimSet& set, int threshold) const;
+  FragBaseline frag_baseline(const ClusterState& state) const;
+  double frag_after(const ClusterState& state, const VictimSet& set, const Candidate& cand,
+                    const FragBaseline& before) const;
+  PreemptionPlan describe(const Candidate& best, const VictimSet& set, const GangRequest& job, int priority) const;
   void evict(ClusterState& state, const RunningJob& j, std::vector<NodeId>* touched) const;
   double frag_delta(const ClusterState& state, const std::vector<NodeId>& touched,
                     const std::vector<double>& before) const;

@@ -10,18 +10,24 @@ namespace gpupack {
 Scheduler::Scheduler(Policy& policy, std::vector<int64_t> node_rank)
     : policy_(policy), node_rank_(std::move(node_rank)) {}
 
-Decision Scheduler::decide(const ClusterState& state, const Request& req) {
+Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std::span<const NodeId> candidates,
+                            std::vector<ScoredNode>* scored) {
   if (!node_rank_.empty() && node_rank_.size() != static_cast<size_t>(state.node_count()))
     throw std::invalid_argument("node rank table does not match the cluster's node count");
   if (!node_mask_.empty() && node_mask_.size() != static_cast<size_t>(state.node_count()))
     throw std::invalid_argument("node mask does not match the cluster's node count");
+  for (NodeId n : candidates)
+    if (!valid(n) || index(n) >= static_cast<size_t>(state.node_count()))
+      throw std::invalid_argument("candidate node out of range");
   policy_.prepare(state, req);
   Decision d;
-  const int nodes = state.node_count();
   const bool plain = req.is_plain();
+  const int count = candidates.empty() ? state.node_count() : static_cast<int>(candidates.size());
+  auto node_at = [&](int k) { return candidates.empty() ? NodeId{k} : candidates[static_cast<size_t>(k)]; };
   // Filter: the openb check, or the hardware placement (kept in `hw`).
   Assignment hw;
   auto feasible = [&](NodeId n) {
+    if (!allowed(index(n))) return false;
     if (plain && !state.has_hardware_setup(n)) {
       hw.node = kNoNode;
       return fits_plain(state, n, req);
@@ -34,45 +40,45 @@ Decision Scheduler::decide(const ClusterState& state, const Request& req) {
     if (valid(hw.node)) return hw;
     return {n, s.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
   };
-  if (!policy_.normalizes_scores()) {
-    int64_t best_score = 0, best_rank = 0;
-    for (int i = 0; i < nodes; ++i) {
-      const NodeId n{i};
-      if (!allowed(i) || !feasible(n)) continue;
+  int64_t best_score = 0, best_rank = 0;
+  auto consider = [&](NodeId n, int64_t score, const Assignment& a) {
+    const int64_t r = rank(n);
+    if (!d.placed() || score > best_score || (score == best_score && r < best_rank)) {
+      best_score = score;
+      best_rank = r;
+      d.assignment = a;
+    }
+  };
+  if (!policy_.normalizes_scores() && scored == nullptr) {
+    // The hot path: one pass, no allocation.
+    for (int k = 0; k < count; ++k) {
+      const NodeId n = node_at(k);
+      if (!feasible(n)) continue;
       ++d.feasible_nodes;
       const NodeScore s = policy_.score(state, n, req);
-      const int64_t r = rank(n);
-      if (!d.placed() || s.score > best_score || (s.score == best_score && r < best_rank)) {
-        best_score = s.score;
-        best_rank = r;
-        d.assignment = placed_at(n, s);
-      }
+      consider(n, s.score, placed_at(n, s));
     }
-    d.score = best_score;
   } else {
-    scratch_.clear();
+    std::vector<ScoredNode>& list = scored != nullptr ? *scored : scratch_;
+    const size_t first = scored != nullptr ? list.size() : 0;
+    if (scored == nullptr) list.clear();
     int64_t lo = 0, hi = 0;
-    for (int i = 0; i < nodes; ++i) {
-      const NodeId n{i};
-      if (!allowed(i) || !feasible(n)) continue;
+    for (int k = 0; k < count; ++k) {
+      const NodeId n = node_at(k);
+      if (!feasible(n)) continue;
       const NodeScore s = policy_.score(state, n, req);
-      if (scratch_.empty() || s.score < lo) lo = s.score;
-      if (scratch_.empty() || s.score > hi) hi = s.score;
-      scratch_.push_back({n, s.score, placed_at(n, s)});
+      if (list.size() == first || s.score < lo) lo = s.score;
+      if (list.size() == first || s.score > hi) hi = s.score;
+      list.push_back({n, s.score, placed_at(n, s)});
     }
-    d.feasible_nodes = static_cast<int>(scratch_.size());
-    int64_t best_score = 0, best_rank = 0;
-    for (const Candidate& c : scratch_) {
-      const int64_t s = hi == lo ? 0 : (c.score - lo) * 100 / (hi - lo);
-      const int64_t r = rank(c.node);
-      if (!d.placed() || s > best_score || (s == best_score && r < best_rank)) {
-        best_score = s;
-        best_rank = r;
-        d.assignment = c.assignment;
-      }
+    d.feasible_nodes = static_cast<int>(list.size() - first);
+    for (size_t k = first; k < list.size(); ++k) {
+      ScoredNode& c = list[k];
+      if (policy_.normalizes_scores()) c.score = hi == lo ? 0 : (c.score - lo) * 100 / (hi - lo);
+      consider(c.node, c.score, c.assignment);
     }
-    d.score = best_score;
   }
+  d.score = best_score;
   if (!d.placed() && explain_failures_) d.reason = most_common_reason(state, req);
   return d;
 }

@@ -1,5 +1,10 @@
 // Scheduler: filter -> score -> select -> bind, for one pod at a time.
 //
+// This is the one filter -> score -> normalise -> choose cycle: the
+// simulator, the gang placer, the defrag baselines (policy_place) and the
+// extender (evaluate() over the scheduler's candidate nodes) all call it, so
+// they cannot disagree on a node's feasibility, score or GPUs.
+//
 // Contract: decide() walks every node once (O(nodes) filter checks plus one
 // policy score per feasible node), allocates nothing after the first call,
 // and changes nothing. The highest score wins; ties go to the node with the
@@ -12,6 +17,11 @@
 // setup, the in-node placement (GPUs, MIG instance, NUMA node) comes from
 // choose_placement() with the scheduler's PlacementOptions; the policy's
 // score still ranks the nodes.
+// evaluate() is decide() over `candidates` (empty = every node, in index
+// order; the mask still applies) that can also report every feasible
+// candidate's final score (after min-max normalisation when the policy asks
+// for it) and assignment, in candidate order. A candidate listed twice is
+// evaluated twice.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +33,12 @@
 #include "policy/policy.h"
 
 namespace gpupack {
+
+struct ScoredNode {
+  NodeId node;
+  int64_t score = 0;      // final: 0..100 when the policy normalises
+  Assignment assignment;  // where the pod would go on this node
+};
 
 struct Decision {
   Assignment assignment;  // node == kNoNode when nothing fits
@@ -38,7 +54,9 @@ class Scheduler {
   // `node_rank[i]` is node i's tie-break rank (lower wins); empty = index order.
   explicit Scheduler(Policy& policy, std::vector<int64_t> node_rank = {});
 
-  Decision decide(const ClusterState& state, const Request& req);
+  Decision decide(const ClusterState& state, const Request& req) { return evaluate(state, req, {}, nullptr); }
+  Decision evaluate(const ClusterState& state, const Request& req, std::span<const NodeId> candidates,
+                    std::vector<ScoredNode>* scored);
   // When off, a failed decision leaves `reason` kNone and skips the second
   // pass over the nodes that finds it (simulators that only count failures).
   void set_explain_failures(bool on) { explain_failures_ = on; }
@@ -53,11 +71,6 @@ class Scheduler {
   const PlacementOptions& placement_options() const { return placement_; }
 
  private:
-  struct Candidate {
-    NodeId node;
-    int64_t score;
-    Assignment assignment;
-  };
   int64_t rank(NodeId n) const { return node_rank_.empty() ? static_cast<int64_t>(n) : node_rank_[index(n)]; }
   Dimension most_common_reason(const ClusterState& state, const Request& req) const;
 
@@ -65,7 +78,7 @@ class Scheduler {
   std::vector<int64_t> node_rank_;
   bool allowed(int i) const { return node_mask_.empty() || node_mask_[static_cast<size_t>(i)] != 0; }
 
-  std::vector<Candidate> scratch_;
+  std::vector<ScoredNode> scratch_;
   std::span<const uint8_t> node_mask_;
   bool explain_failures_ = true;
   PlacementOptions placement_;
