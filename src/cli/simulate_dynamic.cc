@@ -16,9 +16,9 @@
 #include "io/input_error.h"
 #include "io/openb.h"
 #include "policy/registry.h"
+#include "sim/dynamic_experiment.h"
 #include "sim/dynamic_report.h"
-#include "sim/dynamic_sim.h"
-#include "sim/random.h"
+#include "sim/seeds.h"
 #include "util/strings.h"
 
 namespace gpupack::cli {
@@ -107,34 +107,34 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
   if (!(d.arrival_scale > 0 && d.arrival_scale <= 1))
     throw std::invalid_argument(fmt::format("--arrival-scale {} is outside (0, 1]", d.arrival_scale));
   if (d.nodes_per_rack < 0) throw std::invalid_argument("--nodes-per-rack must be >= 0");
-  const uint64_t seed = static_cast<uint64_t>(parse_int("--seeds", split(split(f.seeds, ',')[0], '-')[0]));
+  const std::vector<uint64_t> seeds = parse_seeds(f.seeds);
 
   std::vector<NodeSpec> nodes;
   std::vector<std::string> racks;
-  DynamicWorkload workload;
+  DynamicExperimentSpec spec;
   std::string cluster_label, workload_label;
   if (!f.nodes.empty()) {
     nodes = read_openb_nodes(f.nodes);
-    workload = jobs_from_openb(read_openb_pods(f.pods));
+    DynamicWorkload workload = jobs_from_openb(read_openb_pods(f.pods));
     for (DynamicJob& j : workload.jobs)
       j.submit_s = static_cast<int64_t>(static_cast<double>(j.submit_s) * d.arrival_scale);
     cluster_label = std::filesystem::path(f.nodes).filename().string();
     workload_label = std::filesystem::path(f.pods).stem().string();
     if (d.arrival_scale != 1) workload_label += fmt::format(" (arrivals x {})", d.arrival_scale);
+    spec.workload = std::move(workload);
   } else {
     const GangCluster c = gang_cluster(d.gang_nodes, d.gpus_per_node, std::max(1, d.nodes_per_rack));
     nodes = c.nodes;
     racks = c.rack_of_node;
     GangWorkloadOptions g;
-    g.seed = seed;
     g.jobs = d.jobs;
     g.mean_interarrival_s = d.interarrival_s;
     g.no_estimate_fraction = d.no_estimate_fraction;
     g.max_overestimate = d.max_overestimate;
-    workload = generate_gang_workload(g);
+    spec.generated = g;
     cluster_label = fmt::format("generated ({} nodes x {} GPUs, {} per rack)", d.gang_nodes, d.gpus_per_node,
                                 d.nodes_per_rack);
-    workload_label = fmt::format("generated gangs ({} jobs, seed {})", d.jobs, seed);
+    workload_label = fmt::format("generated gangs ({} jobs, seed{} {})", d.jobs, seeds.size() > 1 ? "s" : "", f.seeds);
   }
   if (!d.racks.empty()) {
     racks = read_racks(d.racks, nodes);
@@ -142,40 +142,38 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
     for (size_t i = 0; i < nodes.size(); ++i) racks.push_back(fmt::format("rack-{}", i / d.nodes_per_rack));
   }
 
-  DynamicOptions options;
+  DynamicOptions& options = spec.options;
   options.mode = d.backfill ? QueueMode::kBackfill : d.strict_fifo ? QueueMode::kStrictFifo : QueueMode::kNoBlocking;
   options.preemption = d.preemption;
   options.quota_gpu_milli = parse_quota(d.quota);
   if (!racks.empty()) options.levels.push_back({"rack", racks});
   options.defrag_every_s = static_cast<int64_t>(d.defrag_every_min * 60);
   options.defrag_budget_fraction = f.defrag_budget_fraction;
-
-  std::vector<Request> requests;
-  std::vector<std::string> keys;
-  for (const DynamicJob& j : workload.jobs)
-    for (const Request& r : j.members) {
-      requests.push_back(r);
-      keys.push_back(j.model_key);
-    }
-  auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(requests, keys));
-  const std::vector<std::string> policies = f.policy == "all" ? policy_names() : split(f.policy, ',');
-  for (const auto& p : policies) make_policy(p, {seed, target});  // validate names up front
-
-  const std::string suffix = std::string(d.backfill ? "+backfill" : d.strict_fifo ? "+fifo" : "") +
-                             (d.preemption ? "+preempt" : "") + (d.defrag_every_min > 0 ? "+defrag" : "");
+  spec.nodes = nodes;
+  spec.seeds = seeds;
+  spec.policies = f.policy == "all" ? policy_names() : split(f.policy, ',');
+  spec.label_suffix = std::string(d.backfill ? "+backfill" : d.strict_fifo ? "+fifo" : "") +
+                      (d.preemption ? "+preempt" : "") + (d.defrag_every_min > 0 ? "+defrag" : "");
   if (!f.quiet)
-    fmt::print("dynamic: cluster {} ({} nodes); workload {} ({} jobs); queue {}{}\n", cluster_label, nodes.size(),
-               workload_label, workload.jobs.size(),
+    fmt::print("dynamic: cluster {} ({} nodes); workload {}; {} polic{} x {} seed{}; queue {}{}\n", cluster_label,
+               nodes.size(), workload_label, spec.policies.size(), spec.policies.size() == 1 ? "y" : "ies",
+               seeds.size(), seeds.size() == 1 ? "" : "s",
                d.backfill ? "EASY backfill" : d.strict_fifo ? "strict FIFO" : "no head-of-line blocking",
                d.preemption ? ", preemption on" : "");
+  const size_t total = spec.policies.size() * seeds.size();
+  size_t finished = 0;
+  const auto experiment = run_dynamic_experiment(spec, [&](const DynamicExperimentRun& r) {
+    ++finished;
+    if (!f.quiet && total > 1)
+      fmt::print(stderr, "[{}/{}] {}: {} jobs, {:.1f} s\n", finished, total, r.label, r.jobs, r.result.wall_seconds);
+  });
   std::vector<DynamicRunResult> runs;
   std::vector<DynamicSummary> rows;
   std::vector<std::string> labels;
-  for (const std::string& name : policies) {
-    auto policy = make_policy(name, {seed, target});
-    runs.push_back(run_dynamic(nodes, workload, *policy, seeded_rank(nodes.size(), seed), *target, options));
-    labels.push_back(name + suffix);
-    rows.push_back(summarize_dynamic(runs.back(), workload, labels.back()));
+  for (const DynamicExperimentRun& r : experiment) {
+    runs.push_back(r.result);
+    rows.push_back(r.summary);
+    labels.push_back(r.label);
   }
   fmt::print("{}", format_dynamic_table(rows));
   if (!f.out.empty()) {

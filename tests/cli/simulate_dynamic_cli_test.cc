@@ -46,6 +46,16 @@ TEST(SimulateDynamicCli, GeneratedGangsWithBackfillWriteSeriesSummaryAndChart) {
   EXPECT_TRUE(std::filesystem::exists(out + "/dynamic.svg"));
 }
 
+TEST(SimulateDynamicCli, EverySeedIsRun) {
+  const std::string out = fresh_temp_dir("dyn_cli_seeds");
+  const RunResult r = run_gpupack("simulate --mode dynamic --jobs 40 --gang-nodes 8 --policy fgd,firstfit --seeds 5-7 --out " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto summary = read_json(out + "/summary.json");
+  ASSERT_EQ(summary["runs"].size(), 6u);  // 2 policies x 3 seeds
+  for (const char* label : {"fgd seed 5", "fgd seed 6", "fgd seed 7", "firstfit seed 5", "firstfit seed 7"})
+    EXPECT_THAT(r.output, ::testing::HasSubstr(label));
+}
+
 TEST(SimulateDynamicCli, OpenbTimestampsDriveArrivalsAndDepartures) {
   const std::string dir = fresh_temp_dir("dyn_cli_openb");
   std::ofstream(dir + "/nodes.csv") << "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,1,T4\n";
