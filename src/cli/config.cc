@@ -8,6 +8,8 @@
 
 #include "cli/commands.h"
 #include "io/k8s_config.h"
+#include "mig/mig_geometry.h"
+#include "mig/mig_parted_config.h"
 
 namespace gpupack::cli {
 namespace {
@@ -42,7 +44,7 @@ void write(const Output& out, const std::string& text) {
 }  // namespace
 
 void add_config_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("config", "print Kubernetes configuration (device plugin, MIG, descheduler, scheduler)");
+  auto* cmd = app.add_subcommand("config", "print Kubernetes configuration (device plugin, MIG, descheduler, scheduler, DRA)");
   cmd->require_subcommand(1);
 
   // --- sharing ---
@@ -77,6 +79,7 @@ void add_config_command(CLI::App& app) {
     std::vector<std::string> layouts;
     std::vector<std::string> device_filter;
     std::string devices = "all";
+    std::string gpu_model;  // "" = unknown: only the limits every MIG GPU shares
     Output out;
   };
   auto mig = std::make_shared<MigOpts>();
@@ -87,6 +90,8 @@ void add_config_command(CLI::App& app) {
       ->required();
   m->add_option("--device-filter", mig->device_filter, "PCI device filter, e.g. 0x233010DE (repeatable)");
   m->add_option("--devices", mig->devices, "\"all\" or GPU indices such as 0,1,2")->capture_default_str();
+  m->add_option("--gpu-model", mig->gpu_model,
+                "GPU model (e.g. A100-80GB, H100-80GB): each layout must have a placement on it");
   add_output_flags(m, mig->out, "config.yaml");
   m->callback([mig] {
     MigPartedEntry base;
@@ -107,18 +112,38 @@ void add_config_command(CLI::App& app) {
       }
       base.devices = idx;
     }
+    const MigGeometry* geo = nullptr;
+    if (!mig->gpu_model.empty()) {
+      geo = mig_geometry(mig->gpu_model);
+      if (!geo) {
+        std::string known;
+        for (const auto& g : all_mig_geometries()) known += (known.empty() ? "" : ", ") + g.model_name;
+        throw std::invalid_argument(fmt::format("--gpu-model \"{}\": unknown or not MIG-capable (MIG models: {})",
+                                                mig->gpu_model, known));
+      }
+      // The layout was checked for this model only: select its boards.
+      if (base.device_filter.empty()) base.device_filter = geo->pci_device_ids;
+    }
+    if (mig->name == "all-disabled") {
+      throw std::invalid_argument("--name all-disabled: that name is reserved for the MIG-off config the file always has");
+    }
     MigPartedConfig cfg;
     for (const auto& layout : mig->layouts) {
       MigPartedEntry e = base;
       if (layout == "disabled") {
         e.mig_enabled = false;
       } else {
+        e.mig_enabled = true;
         e.mig_devices = parse_profile_counts(layout);
+        if (const std::string why = check_mig_devices(e.mig_devices, geo); !why.empty()) {
+          throw std::invalid_argument(fmt::format("--layout \"{}\": {}", layout, why));
+        }
       }
-      cfg[mig->name].push_back(e);
+      cfg.configs[mig->name].push_back(e);
     }
-    cfg["all-disabled"] = {MigPartedEntry{{}, std::nullopt, false, {}}};
-    write(mig->out, mig_parted_config_yaml(cfg));
+    MigPartedEntry off;  // devices: all, mig-enabled: false
+    cfg.configs["all-disabled"] = {off};
+    write(mig->out, to_yaml(cfg));
   });
 
   // --- descheduler ---
@@ -149,20 +174,61 @@ void add_config_command(CLI::App& app) {
   });
 
   // --- scheduler ---
-  auto sc = std::make_shared<std::pair<SchedulerExtenderConfig, Output>>();
+  struct SchedOpts {
+    SchedulerExtenderConfig cfg;
+    std::string kube_version = fmt::format("1.{}", kSchedulerMaxKubeMinor);
+    Output out;
+  };
+  auto sc = std::make_shared<SchedOpts>();
   auto* k = cmd->add_subcommand("scheduler", "KubeSchedulerConfiguration with the gpupack extender");
-  SchedulerExtenderConfig& c = sc->first;
+  SchedulerExtenderConfig& c = sc->cfg;
+  k->add_option("--kube-version", sc->kube_version,
+                fmt::format("Kubernetes release of the scheduler, 1.{} .. 1.{}: picks the config API version it reads",
+                            kSchedulerMinKubeMinor, kSchedulerMaxKubeMinor))
+      ->capture_default_str();
   k->add_option("--scheduler-name", c.scheduler_name)->capture_default_str();
   k->add_option("--url", c.url_prefix, "extender urlPrefix")->capture_default_str();
   k->add_option("--weight", c.weight, "prioritize weight (> 0)")->capture_default_str();
   k->add_option("--http-timeout", c.http_timeout)->capture_default_str();
-  k->add_option("--managed-resource", c.managed_resources, "resource the extender accounts for (repeatable)")
-      ->capture_default_str();
+  k->add_option("--managed-resource", c.managed_resources,
+                "only pods requesting this resource reach the extender (repeatable; pods asking for GPUs only by "
+                "annotation then bypass gpupack)");
   k->add_flag("--ignorable", c.ignorable, "scheduling proceeds when the extender fails");
-  k->add_flag("!--no-node-cache", c.node_cache_capable, "send full Node objects instead of names");
+  k->add_flag("--node-cache-capable", c.node_cache_capable,
+              "send node names instead of full Node objects (gpupack serve must know the nodes by those names: API "
+              "mode)");
   k->add_flag("--leader-elect", c.leader_elect, "enable leader election");
-  add_output_flags(k, sc->second, "scheduler-config.yaml");
-  k->callback([sc] { write(sc->second, scheduler_config_yaml(sc->first)); });
+  add_output_flags(k, sc->out, "scheduler-config.yaml");
+  k->callback([sc] {
+    sc->cfg.kube_minor = parse_kube_minor(sc->kube_version, kSchedulerMinKubeMinor, kSchedulerMaxKubeMinor);
+    const std::string text = scheduler_config_yaml(sc->cfg);
+    for (const auto& w : scheduler_config_warnings(sc->cfg)) fmt::print(stderr, "gpupack: warning: {}\n", w);
+    write(sc->out, text);
+  });
+
+  // --- dra ---
+  struct DraOpts {
+    DraConfig cfg;
+    std::string kube_version = fmt::format("1.{}", kDraMinKubeMinor);
+    Output out;
+  };
+  auto dra = std::make_shared<DraOpts>();
+  auto* r = cmd->add_subcommand("dra", "DRA DeviceClasses and claims for whole-GPU, shared and MIG requests");
+  r->add_option("--kube-version", dra->kube_version,
+                fmt::format("Kubernetes release, 1.{} .. 1.{} (resource.k8s.io/v1)", kDraMinKubeMinor, kDraMaxKubeMinor))
+      ->capture_default_str();
+  r->add_option("--namespace", dra->cfg.ns, "namespace of the claims and templates")->capture_default_str();
+  r->add_option("--gpus", dra->cfg.whole_gpus, "GPUs per whole-GPU claim")->capture_default_str();
+  r->add_option("--shared-memory-mib", dra->cfg.shared_memory_mib,
+                "shared claim: a GPU with at least this much memory (0 = any)")
+      ->capture_default_str();
+  r->add_option("--mig-profile", dra->cfg.mig_profile, "MIG profile of the MIG template")->capture_default_str();
+  r->add_option("--mig-count", dra->cfg.mig_count, "MIG devices per MIG claim")->capture_default_str();
+  r->add_option("-o,--output", dra->out.path, "write to this file instead of stdout");
+  r->callback([dra] {
+    dra->cfg.kube_minor = parse_kube_minor(dra->kube_version, kDraMinKubeMinor, kDraMaxKubeMinor);
+    write(dra->out, dra_config_yaml(dra->cfg));
+  });
 }
 
 }  // namespace gpupack::cli

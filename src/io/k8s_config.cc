@@ -1,5 +1,7 @@
 #include "io/k8s_config.h"
 
+#include "mig/mig_parted_config.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -185,173 +187,6 @@ std::vector<std::string> check_device_plugin_config(const YAML::Node& doc) {
     if (!ts && !mps) c.add("sharing", "needs timeSlicing or mps");
     if (ts) check_sharing_block(c, sharing["timeSlicing"], "sharing.timeSlicing", false);
     if (mps) check_sharing_block(c, sharing["mps"], "sharing.mps", true);
-  }
-  return c.problems;
-}
-
-// --- mig-parted ---------------------------------------------------------------
-
-bool valid_mig_profile_name(std::string_view profile) {
-  static const std::regex re(R"(^([1-9][0-9]*c\.)?[1-9][0-9]*g\.[1-9][0-9]*gb(\+[a-z]+)*$)");
-  return std::regex_match(std::string(profile), re);
-}
-
-std::map<std::string, int> parse_profile_counts(std::string_view text) {
-  std::map<std::string, int> out;
-  std::string_view rest = text;
-  auto fail = [&](std::string_view why) {
-    throw std::invalid_argument(fmt::format("invalid MIG layout \"{}\": {}", text, why));
-  };
-  if (rest.empty()) fail("empty");
-  while (true) {
-    size_t comma = rest.find(',');
-    std::string_view item = rest.substr(0, comma);
-    size_t eq = item.find('=');
-    if (eq == std::string_view::npos) fail(fmt::format("\"{}\" is not <profile>=<count>", item));
-    std::string profile(item.substr(0, eq));
-    std::string_view count = item.substr(eq + 1);
-    if (!valid_mig_profile_name(profile)) fail(fmt::format("\"{}\" is not a MIG profile name", profile));
-    if (count.empty() || count.size() > 2) fail(fmt::format("count \"{}\" must be 0..99", count));
-    int n = 0;
-    for (char ch : count) {
-      if (ch < '0' || ch > '9') fail(fmt::format("count \"{}\" must be 0..99", count));
-      n = n * 10 + (ch - '0');
-    }
-    if (!out.emplace(profile, n).second) fail(fmt::format("profile {} given twice", profile));
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  return out;
-}
-
-std::string mig_parted_config_yaml(const MigPartedConfig& cfg) {
-  if (cfg.empty()) bad("mig-configs", "at least one named config is required");
-  // Written with the emitter so that PCI ids are quoted: a plain 0x233010DE
-  // would read back as an integer.
-  YAML::Emitter out;
-  out << YAML::BeginMap << YAML::Key << "version" << YAML::Value << "v1";
-  out << YAML::Key << "mig-configs" << YAML::Value << YAML::BeginMap;
-  for (const auto& [name, entries] : cfg) {
-    if (name.empty()) bad("mig-configs", "empty config name");
-    if (entries.empty()) bad("mig-configs." + name, "at least one entry is required");
-    out << YAML::Key << name << YAML::Value << YAML::BeginSeq;
-    for (const auto& e : entries) {
-      out << YAML::BeginMap;
-      if (!e.device_filter.empty()) {
-        out << YAML::Key << "device-filter" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-        for (const auto& d : e.device_filter) out << YAML::DoubleQuoted << d;
-        out << YAML::EndSeq;
-      }
-      out << YAML::Key << "devices" << YAML::Value;
-      if (e.devices) {
-        out << YAML::Flow << YAML::BeginSeq;
-        for (int i : *e.devices) {
-          if (i < 0) bad("mig-configs." + name + ".devices", fmt::format("negative GPU index {}", i));
-          out << i;
-        }
-        out << YAML::EndSeq;
-      } else {
-        out << "all";
-      }
-      out << YAML::Key << "mig-enabled" << YAML::Value << e.mig_enabled;
-      if (e.mig_enabled) {
-        out << YAML::Key << "mig-devices" << YAML::Value << YAML::BeginMap;
-        for (const auto& [p, count] : e.mig_devices) {
-          if (!valid_mig_profile_name(p)) {
-            bad("mig-configs." + name + ".mig-devices", fmt::format("\"{}\" is not a MIG profile name", p));
-          }
-          if (count < 0) bad("mig-configs." + name + ".mig-devices." + p, "negative count");
-          out << YAML::Key << YAML::DoubleQuoted << p << YAML::Value << count;
-        }
-        out << YAML::EndMap;
-      } else if (!e.mig_devices.empty()) {
-        bad("mig-configs." + name + ".mig-devices", "must be empty when mig-enabled is false");
-      }
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-  }
-  out << YAML::EndMap << YAML::EndMap;
-  return std::string(out.c_str()) + "\n";
-}
-
-std::vector<std::string> check_mig_parted_config(const YAML::Node& doc) {
-  Checker c;
-  if (!doc.IsMap()) return {"document: must be a map"};
-  c.scalar_equals(doc, "version", "", "v1");
-  for (auto it = doc.begin(); it != doc.end(); ++it) {
-    std::string k = it->first.Scalar();
-    if (k != "version" && k != "mig-configs") c.add(k, "unknown top-level key");
-  }
-  YAML::Node configs = c.need(doc, "mig-configs", "");
-  if (!configs) return c.problems;
-  if (!configs.IsMap() || configs.size() == 0) {
-    c.add("mig-configs", "must be a non-empty map");
-    return c.problems;
-  }
-  for (auto it = configs.begin(); it != configs.end(); ++it) {
-    std::string path = "mig-configs." + it->first.Scalar();
-    const YAML::Node& entries = it->second;
-    if (!entries.IsSequence() || entries.size() == 0) {
-      c.add(path, "must be a non-empty list");
-      continue;
-    }
-    for (size_t i = 0; i < entries.size(); ++i) {
-      std::string ep = fmt::format("{}[{}]", path, i);
-      const YAML::Node& e = entries[i];
-      if (!e.IsMap()) {
-        c.add(ep, "must be a map");
-        continue;
-      }
-      if (e["device-filter"]) {
-        const YAML::Node& f = e["device-filter"];
-        bool ok = f.IsScalar() || f.IsSequence();
-        auto plain_number = [](const YAML::Node& x) {
-          int64_t v;
-          return is_plain(x) && (as_int(x, v) || x.Scalar().rfind("0x", 0) == 0 || x.Scalar().rfind("0X", 0) == 0);
-        };
-        bool quoted = !(f.IsScalar() && plain_number(f));
-        if (f.IsSequence()) {
-          for (const auto& x : f) {
-            ok = ok && x.IsScalar();
-            quoted = quoted && !plain_number(x);
-          }
-        }
-        if (!ok) c.add(ep + ".device-filter", "must be a string or a list of strings");
-        if (ok && !quoted) c.add(ep + ".device-filter", "PCI ids must be quoted strings (a plain 0x... reads as an integer)");
-      }
-      YAML::Node devices = c.need(e, "devices", ep);
-      if (devices) {
-        if (devices.IsScalar()) {
-          if (devices.Scalar() != "all") c.add(ep + ".devices", "a string must be \"all\"");
-        } else if (devices.IsSequence()) {
-          for (size_t d = 0; d < devices.size(); ++d) {
-            int64_t v;
-            if (!as_int(devices[d], v) || v < 0) c.add(fmt::format("{}.devices[{}]", ep, d), "must be a GPU index");
-          }
-        } else {
-          c.add(ep + ".devices", "must be \"all\" or a list of GPU indices");
-        }
-      }
-      YAML::Node enabled = c.need(e, "mig-enabled", ep);
-      bool on = false;
-      if (enabled && !as_bool(enabled, on)) c.add(ep + ".mig-enabled", "must be a boolean");
-      const YAML::Node& md = e["mig-devices"];
-      if (on && !md) c.add(ep + ".mig-devices", "required when mig-enabled is true");
-      if (md) {
-        if (!md.IsMap()) {
-          c.add(ep + ".mig-devices", "must be a map of profile -> count");
-        } else {
-          if (!on && md.size() > 0) c.add(ep + ".mig-devices", "must be empty when mig-enabled is false");
-          for (auto p = md.begin(); p != md.end(); ++p) {
-            std::string name = p->first.Scalar();
-            int64_t n;
-            if (!valid_mig_profile_name(name)) c.add(ep + ".mig-devices." + name, "not a MIG profile name");
-            if (!as_int(p->second, n) || n < 0) c.add(ep + ".mig-devices." + name, "count must be an integer >= 0");
-          }
-        }
-      }
-    }
   }
   return c.problems;
 }
@@ -717,8 +552,62 @@ std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
 }
 
 // --- scheduler ----------------------------------------------------------------
+//
+// kubescheduler.config.k8s.io versions (KEP-785; removals in
+// kubernetes/kubernetes PRs #104782, #117649, #119994): v1beta1 1.19-1.22,
+// v1beta2 1.22-1.27, v1beta3 1.23-1.28, v1 1.25 on. The extenders stanza
+// and profiles[].schedulerName are spelt alike in all four.
+
+namespace {
+struct ApiRange {
+  const char* version;
+  int first_minor;
+  int last_minor;  // inclusive; 1000 = still served
+};
+constexpr ApiRange kSchedulerApis[] = {
+    {"kubescheduler.config.k8s.io/v1beta1", 19, 22},
+    {"kubescheduler.config.k8s.io/v1beta2", 22, 27},
+    {"kubescheduler.config.k8s.io/v1beta3", 23, 28},
+    {"kubescheduler.config.k8s.io/v1", 25, 1000},
+};
+}  // namespace
+
+int parse_kube_minor(std::string_view version, int lo, int hi) {
+  static const std::regex re(R"(^v?1\.([0-9]{1,3})(\.[0-9]{1,4})?$)");
+  std::cmatch m;
+  const std::string text(version);
+  if (!std::regex_match(text.c_str(), m, re)) {
+    bad("Kubernetes version", fmt::format("\"{}\" is not a version such as 1.{}", text, hi));
+  }
+  const int minor = std::stoi(m[1].str());
+  if (minor < lo || minor > hi) {
+    bad("Kubernetes version", fmt::format("\"{}\" is outside the supported 1.{} .. 1.{}", text, lo, hi));
+  }
+  return minor;
+}
+
+bool scheduler_config_api_served(std::string_view api_version, int kube_minor) {
+  for (const auto& r : kSchedulerApis) {
+    if (api_version == r.version) return kube_minor >= r.first_minor && kube_minor <= r.last_minor;
+  }
+  return false;
+}
+
+std::string scheduler_config_api_version(int kube_minor) {
+  if (kube_minor < kSchedulerMinKubeMinor || kube_minor > kSchedulerMaxKubeMinor) {
+    bad("Kubernetes version", fmt::format("1.{} is outside the supported 1.{} .. 1.{}", kube_minor,
+                                          kSchedulerMinKubeMinor, kSchedulerMaxKubeMinor));
+  }
+  // Newest first: kSchedulerApis is ordered oldest to newest.
+  for (auto it = std::rbegin(kSchedulerApis); it != std::rend(kSchedulerApis); ++it) {
+    if (kube_minor >= it->first_minor && kube_minor <= it->last_minor) return it->version;
+  }
+  bad("Kubernetes version", fmt::format("1.{} serves no KubeSchedulerConfiguration version", kube_minor));
+}
 
 std::string scheduler_config_yaml(const SchedulerExtenderConfig& cfg) {
+  const std::string api = scheduler_config_api_version(cfg.kube_minor);
+  if (cfg.scheduler_name.empty()) bad("profiles[0].schedulerName", "required");
   if (cfg.url_prefix.empty()) bad("urlPrefix", "required");
   if (!cfg.prioritize_verb.empty() && cfg.weight <= 0) bad("weight", fmt::format("{} must be > 0 with a prioritizeVerb", cfg.weight));
   if (!valid_duration(cfg.http_timeout)) bad("httpTimeout", fmt::format("\"{}\" is not a duration", cfg.http_timeout));
@@ -734,18 +623,22 @@ std::string scheduler_config_yaml(const SchedulerExtenderConfig& cfg) {
   ext["nodeCacheCapable"] = cfg.node_cache_capable;
   ext["ignorable"] = cfg.ignorable;
   ext["httpTimeout"] = cfg.http_timeout;
-  YAML::Node managed(YAML::NodeType::Sequence);
-  for (const auto& r : cfg.managed_resources) {
-    if (!valid_resource_name(r)) bad("managedResources", fmt::format("\"{}\" is not an extended resource name", r));
-    if (!seen.insert(r).second) bad("managedResources", fmt::format("\"{}\" given twice", r));
-    YAML::Node m;
-    m["name"] = r;
-    m["ignoredByScheduler"] = true;
-    managed.push_back(m);
+  // No managedResources unless asked for: with the list set, kube-scheduler
+  // calls the extender only for pods that request one of them.
+  if (!cfg.managed_resources.empty()) {
+    YAML::Node managed(YAML::NodeType::Sequence);
+    for (const auto& r : cfg.managed_resources) {
+      if (!valid_resource_name(r)) bad("managedResources", fmt::format("\"{}\" is not an extended resource name", r));
+      if (!seen.insert(r).second) bad("managedResources", fmt::format("\"{}\" given twice", r));
+      YAML::Node m;
+      m["name"] = r;
+      m["ignoredByScheduler"] = true;
+      managed.push_back(m);
+    }
+    ext["managedResources"] = managed;
   }
-  ext["managedResources"] = managed;
   YAML::Node doc;
-  doc["apiVersion"] = "kubescheduler.config.k8s.io/v1";
+  doc["apiVersion"] = api;
   doc["kind"] = "KubeSchedulerConfiguration";
   doc["leaderElection"]["leaderElect"] = cfg.leader_elect;
   YAML::Node profile;
@@ -755,11 +648,57 @@ std::string scheduler_config_yaml(const SchedulerExtenderConfig& cfg) {
   return emit(doc);
 }
 
-std::vector<std::string> check_scheduler_config(const YAML::Node& doc) {
+std::vector<std::string> scheduler_config_warnings(const SchedulerExtenderConfig& cfg) {
+  std::vector<std::string> out;
+  if (!cfg.managed_resources.empty()) {
+    std::string names;
+    for (const auto& r : cfg.managed_resources) names += (names.empty() ? "" : ", ") + r;
+    out.push_back(fmt::format(
+        "managedResources ({}): kube-scheduler sends gpupack only pods whose containers request one of these; "
+        "pods that ask for GPUs only through gpupack.io annotations are scheduled without gpupack",
+        names));
+  }
+  if (cfg.node_cache_capable) {
+    out.push_back(
+        "nodeCacheCapable: true: the scheduler sends node names only; gpupack serve must know every node by the "
+        "scheduler's names (API mode, not --nodes files), or each unknown node is filtered out");
+  }
+  if (cfg.kube_minor < 21) {
+    out.push_back(fmt::format(
+        "Kubernetes 1.{} ignores FailedAndUnresolvableNodes in filter replies (read from 1.21)", cfg.kube_minor));
+  }
+  return out;
+}
+
+std::vector<std::string> check_scheduler_config(const YAML::Node& doc, std::optional<int> kube_minor) {
   Checker c;
   if (!doc.IsMap()) return {"document: must be a map"};
-  c.scalar_equals(doc, "apiVersion", "", "kubescheduler.config.k8s.io/v1");
+  YAML::Node api = c.need(doc, "apiVersion", "");
+  if (api) {
+    const std::string v = api.IsScalar() ? api.Scalar() : "?";
+    bool known = false;
+    for (const auto& r : kSchedulerApis) known = known || v == r.version;
+    if (!known) {
+      c.add("apiVersion", fmt::format("\"{}\" is not a KubeSchedulerConfiguration version (kubescheduler.config.k8s.io/"
+                                      "v1beta1, v1beta2, v1beta3 or v1)", v));
+    } else if (kube_minor && !scheduler_config_api_served(v, *kube_minor)) {
+      c.add("apiVersion", fmt::format("Kubernetes 1.{} does not serve {}", *kube_minor, v));
+    }
+  }
   c.scalar_equals(doc, "kind", "", "KubeSchedulerConfiguration");
+  // Top-level fields of v1beta1 .. v1 together.
+  static const std::set<std::string> kTop = {
+      "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "healthzBindAddress",
+      "metricsBindAddress", "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
+      "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive"};
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+    if (kTop.count(k) == 0) c.add(k, "unknown top-level key");
+  }
+  if (doc["leaderElection"]) {
+    if (!doc["leaderElection"].IsMap()) c.add("leaderElection", "must be a map");
+    else c.optional_bool(doc["leaderElection"], "leaderElect", "leaderElection");
+  }
   if (doc["profiles"]) {
     if (!doc["profiles"].IsSequence()) c.add("profiles", "must be a list");
     else
@@ -822,6 +761,244 @@ std::vector<std::string> check_scheduler_config(const YAML::Node& doc) {
     }
   }
   if (binders > 1) c.add("extenders", "at most one extender may set bindVerb");
+  return c.problems;
+}
+
+// --- DRA ------------------------------------------------------------------------
+//
+// resource.k8s.io/v1 (kubernetes/api resource/v1/types.go; see
+// docs/KUBERNETES.md): DeviceClass spec {selectors, config,
+// extendedResourceName}; claim spec {devices: {requests, constraints,
+// config}}; a request is {name, exactly | firstAvailable}.
+
+namespace {
+constexpr const char* kDraApi = "resource.k8s.io/v1";
+constexpr const char* kDraDriver = "gpu.nvidia.com";
+
+bool dns_label(const std::string& s) {
+  static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$");
+  return s.size() <= 63 && std::regex_match(s, re);
+}
+bool dns_subdomain(const std::string& s) {
+  static const std::regex re(R"(^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$)");
+  return s.size() <= 253 && std::regex_match(s, re);
+}
+
+YAML::Node cel_selector(const std::string& expression) {
+  YAML::Node n;
+  n["cel"]["expression"] = expression;
+  return n;
+}
+
+YAML::Node object(const std::string& kind, const std::string& name, const std::string& ns) {
+  YAML::Node n;
+  n["apiVersion"] = kDraApi;
+  n["kind"] = kind;
+  n["metadata"]["name"] = name;
+  if (!ns.empty()) n["metadata"]["namespace"] = ns;
+  return n;
+}
+
+YAML::Node claim_spec(const std::string& request, const std::string& device_class, int count,
+                      const std::vector<std::string>& selectors) {
+  YAML::Node exactly;
+  exactly["deviceClassName"] = device_class;
+  for (const auto& s : selectors) exactly["selectors"].push_back(cel_selector(s));
+  exactly["allocationMode"] = "ExactCount";
+  exactly["count"] = count;
+  YAML::Node r;
+  r["name"] = request;
+  r["exactly"] = exactly;
+  YAML::Node spec;
+  spec["devices"]["requests"].push_back(r);
+  return spec;
+}
+
+void check_selectors(Checker& c, const YAML::Node& sel, const std::string& path) {
+  if (!sel.IsSequence()) {
+    c.add(path, "must be a list");
+    return;
+  }
+  for (size_t i = 0; i < sel.size(); ++i) {
+    const std::string sp = fmt::format("{}[{}]", path, i);
+    if (!sel[i].IsMap() || sel[i].size() != 1 || !sel[i]["cel"]) {
+      c.add(sp, "must be {cel: {expression: ...}}");
+      continue;
+    }
+    const YAML::Node e = sel[i]["cel"]["expression"];
+    if (!sel[i]["cel"].IsMap() || !e || !e.IsScalar() || e.Scalar().empty()) {
+      c.add(sp + ".cel.expression", "must be a non-empty CEL expression");
+    }
+  }
+}
+
+void check_known_keys(Checker& c, const YAML::Node& m, const std::string& path, const std::set<std::string>& keys) {
+  if (!m.IsMap()) {
+    c.add(path, "must be a map");
+    return;
+  }
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
+    if (keys.count(k) == 0) c.add(Checker::join(path, k), "unknown field");
+  }
+}
+
+void check_exact_request(Checker& c, const YAML::Node& x, const std::string& path) {
+  check_known_keys(c, x, path,
+                   {"deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity"});
+  if (!x.IsMap()) return;
+  const YAML::Node cls = c.need(x, "deviceClassName", path);
+  if (cls && (!cls.IsScalar() || !dns_subdomain(cls.Scalar()))) c.add(path + ".deviceClassName", "must be a DeviceClass name");
+  std::string mode = "ExactCount";
+  if (const YAML::Node m = x["allocationMode"]) {
+    mode = m.IsScalar() ? m.Scalar() : "?";
+    if (mode != "ExactCount" && mode != "All") c.add(path + ".allocationMode", "must be ExactCount or All");
+  }
+  if (const YAML::Node n = x["count"]) {
+    int64_t v = 0;
+    if (mode == "All") c.add(path + ".count", "must not be set with allocationMode All");
+    else if (!as_int(n, v) || v < 1) c.add(path + ".count", "must be an integer >= 1");
+  }
+  if (x["selectors"]) check_selectors(c, x["selectors"], path + ".selectors");
+  c.optional_bool(x, "adminAccess", path);
+}
+
+void check_claim_spec(Checker& c, const YAML::Node& spec, const std::string& path) {
+  check_known_keys(c, spec, path, {"devices"});
+  if (!spec.IsMap()) return;
+  const YAML::Node devices = c.need(spec, "devices", path);
+  if (!devices) return;
+  const std::string dp = path + ".devices";
+  check_known_keys(c, devices, dp, {"requests", "constraints", "config"});
+  if (!devices.IsMap()) return;
+  const YAML::Node reqs = c.need(devices, "requests", dp);
+  std::set<std::string> names;
+  if (reqs && (!reqs.IsSequence() || reqs.size() == 0 || reqs.size() > 32)) {
+    c.add(dp + ".requests", "must be a list of 1..32 requests");
+  } else if (reqs) {
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const std::string rp = fmt::format("{}.requests[{}]", dp, i);
+      check_known_keys(c, reqs[i], rp, {"name", "exactly", "firstAvailable"});
+      if (!reqs[i].IsMap()) continue;
+      const YAML::Node name = c.need(reqs[i], "name", rp);
+      if (name && (!name.IsScalar() || !dns_label(name.Scalar()))) c.add(rp + ".name", "must be a DNS label");
+      else if (name && !names.insert(name.Scalar()).second) c.add(rp + ".name", "used twice");
+      const bool exact = static_cast<bool>(reqs[i]["exactly"]);
+      const bool first = static_cast<bool>(reqs[i]["firstAvailable"]);
+      if (exact == first) c.add(rp, "needs exactly one of exactly and firstAvailable");
+      if (exact) check_exact_request(c, reqs[i]["exactly"], rp + ".exactly");
+      if (first) {
+        const YAML::Node fa = reqs[i]["firstAvailable"];
+        if (!fa.IsSequence() || fa.size() == 0) c.add(rp + ".firstAvailable", "must be a non-empty list");
+        else
+          for (size_t j = 0; j < fa.size(); ++j) {
+            const std::string sp = fmt::format("{}.firstAvailable[{}]", rp, j);
+            YAML::Node sub = YAML::Clone(fa[j]);
+            if (sub.IsMap() && sub["name"]) sub.remove("name");
+            else c.add(sp + ".name", "missing");
+            check_exact_request(c, sub, sp);
+          }
+      }
+    }
+  }
+  if (const YAML::Node cons = devices["constraints"]) {
+    if (!cons.IsSequence()) {
+      c.add(dp + ".constraints", "must be a list");
+    } else {
+      for (size_t i = 0; i < cons.size(); ++i) {
+        const std::string cp = fmt::format("{}.constraints[{}]", dp, i);
+        check_known_keys(c, cons[i], cp, {"requests", "matchAttribute", "distinctAttribute"});
+        if (!cons[i].IsMap()) continue;
+        if (const YAML::Node r = cons[i]["requests"]; r && r.IsSequence()) {
+          for (const auto& n : r) {
+            if (!n.IsScalar() || names.count(n.Scalar()) == 0) c.add(cp + ".requests", "names a request the claim lacks");
+          }
+        }
+        if (!!cons[i]["matchAttribute"] == !!cons[i]["distinctAttribute"]) {
+          c.add(cp, "needs exactly one of matchAttribute and distinctAttribute");
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+std::string dra_config_yaml(const DraConfig& cfg) {
+  if (cfg.kube_minor < kDraMinKubeMinor || cfg.kube_minor > kDraMaxKubeMinor) {
+    bad("Kubernetes version", fmt::format("1.{}: the DRA objects are written for {} (Kubernetes 1.{} .. 1.{})",
+                                          cfg.kube_minor, kDraApi, kDraMinKubeMinor, kDraMaxKubeMinor));
+  }
+  if (!dns_label(cfg.ns)) bad("metadata.namespace", fmt::format("\"{}\" is not a namespace name", cfg.ns));
+  if (cfg.whole_gpus < 1 || cfg.whole_gpus > 64) bad("whole GPUs", fmt::format("{} is not 1..64", cfg.whole_gpus));
+  if (cfg.shared_memory_mib < 0) bad("shared memory", fmt::format("{} MiB is negative", cfg.shared_memory_mib));
+  if (!valid_mig_profile_format(cfg.mig_profile)) {
+    bad("MIG profile", fmt::format("\"{}\" is not a MIG profile name such as 1g.10gb", cfg.mig_profile));
+  }
+  if (cfg.mig_count < 1 || cfg.mig_count > kMaxMigInstancesPerGpu) {
+    bad("MIG count", fmt::format("{} is not 1..{}", cfg.mig_count, kMaxMigInstancesPerGpu));
+  }
+  const std::string attrs = fmt::format("device.attributes['{}']", kDraDriver);
+  std::vector<YAML::Node> docs;
+  for (const char* type : {"gpu", "mig"}) {
+    YAML::Node dc = object("DeviceClass", fmt::format("{}.nvidia.com", type), "");
+    dc["spec"]["selectors"].push_back(
+        cel_selector(fmt::format("device.driver == '{}' && {}.type == '{}'", kDraDriver, attrs, type)));
+    docs.push_back(dc);
+  }
+  YAML::Node whole = object("ResourceClaimTemplate", "gpupack-whole-gpu", cfg.ns);
+  whole["spec"]["spec"] = claim_spec("gpus", "gpu.nvidia.com", cfg.whole_gpus, {});
+  docs.push_back(whole);
+  std::vector<std::string> shared_sel;
+  if (cfg.shared_memory_mib > 0) {
+    shared_sel.push_back(fmt::format("device.capacity['{}'].memory.compareTo(quantity('{}Mi')) >= 0", kDraDriver,
+                                     cfg.shared_memory_mib));
+  }
+  YAML::Node shared = object("ResourceClaim", "gpupack-shared-gpu", cfg.ns);
+  shared["spec"] = claim_spec("gpu", "gpu.nvidia.com", 1, shared_sel);
+  docs.push_back(shared);
+  std::string token = cfg.mig_profile;
+  for (char& ch : token) {
+    if (ch == '+') ch = '.';
+  }
+  YAML::Node mig = object("ResourceClaimTemplate", "gpupack-mig-" + token, cfg.ns);
+  mig["spec"]["spec"] = claim_spec("mig", "mig.nvidia.com", cfg.mig_count,
+                                   {fmt::format("{}.profile == '{}'", attrs, cfg.mig_profile)});
+  docs.push_back(mig);
+  std::string out;
+  for (size_t i = 0; i < docs.size(); ++i) out += (i ? "---\n" : "") + emit(docs[i]);
+  return out;
+}
+
+std::vector<std::string> check_dra_object(const YAML::Node& doc) {
+  Checker c;
+  if (!doc.IsMap()) return {"document: must be a map"};
+  c.scalar_equals(doc, "apiVersion", "", kDraApi);
+  const YAML::Node kind = c.need(doc, "kind", "");
+  const std::string k = kind && kind.IsScalar() ? kind.Scalar() : "";
+  if (kind && k != "DeviceClass" && k != "ResourceClaim" && k != "ResourceClaimTemplate") {
+    c.add("kind", "must be DeviceClass, ResourceClaim or ResourceClaimTemplate");
+  }
+  check_known_keys(c, doc, "", {"apiVersion", "kind", "metadata", "spec", "status"});
+  const YAML::Node meta = c.need(doc, "metadata", "");
+  if (meta) {
+    const YAML::Node name = c.need(meta, "name", "metadata");
+    if (name && (!name.IsScalar() || !dns_subdomain(name.Scalar()))) c.add("metadata.name", "must be a DNS subdomain name");
+    if (k == "DeviceClass" && meta["namespace"]) c.add("metadata.namespace", "a DeviceClass is cluster-scoped");
+  }
+  const YAML::Node spec = c.need(doc, "spec", "");
+  if (!spec) return c.problems;
+  if (k == "DeviceClass") {
+    check_known_keys(c, spec, "spec", {"selectors", "config", "extendedResourceName"});
+    if (spec.IsMap() && spec["selectors"]) check_selectors(c, spec["selectors"], "spec.selectors");
+  } else if (k == "ResourceClaim") {
+    check_claim_spec(c, spec, "spec");
+  } else if (k == "ResourceClaimTemplate") {
+    check_known_keys(c, spec, "spec", {"metadata", "spec"});
+    if (spec.IsMap()) {
+      const YAML::Node inner = c.need(spec, "spec", "spec");
+      if (inner) check_claim_spec(c, inner, "spec.spec");
+    }
+  }
   return c.problems;
 }
 

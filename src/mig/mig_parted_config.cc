@@ -25,28 +25,46 @@ std::string at(const YAML::Node& n) {
   return fmt::format(" (line {})", mark.line + 1);
 }
 
+// yaml-cpp tags plain scalars "?" and quoted ones "!". mig-parted reads its
+// file as YAML 1.1 into JSON types, so a quoted "2" is a string, not a count.
+bool is_plain(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+
+std::string text_of(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : "?"; }
+
 std::optional<long long> as_int(const YAML::Node& n) {
-  if (!n.IsScalar()) return std::nullopt;
-  static const std::regex re("^[+-]?[0-9]+$");
+  if (!is_plain(n)) return std::nullopt;
+  static const std::regex re("^[+-]?[0-9]{1,9}$");
   if (!std::regex_match(n.Scalar(), re)) return std::nullopt;
-  try {
-    return std::stoll(n.Scalar());
-  } catch (...) {
-    return std::nullopt;
-  }
+  return std::stoll(n.Scalar());
 }
 
 std::optional<bool> as_bool(const YAML::Node& n) {
-  if (!n.IsScalar()) return std::nullopt;
-  bool b = false;
-  if (!YAML::convert<bool>::decode(n, b)) return std::nullopt;
-  return b;
+  if (!is_plain(n)) return std::nullopt;
+  if (n.Scalar() == "true") return true;
+  if (n.Scalar() == "false") return false;
+  return std::nullopt;
+}
+
+// A plain scalar that a YAML 1.1 loader reads as a number (0x.., 0o.., digits).
+bool reads_as_number(const YAML::Node& n) {
+  static const std::regex re(R"(^[-+]?(0[xX][0-9A-Fa-f_]+|0[oO]?[0-7_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?)$)");
+  return is_plain(n) && std::regex_match(n.Scalar(), re);
+}
+
+// Compute slices a profile takes at least: C of "Cc.Gg...", else G.
+int min_compute_slices(const std::string& profile) {
+  static const std::regex re(R"(^(?:([0-9]+)c\.)?([0-9]+)g\.)");
+  std::smatch m;
+  if (!std::regex_search(profile, m, re)) return 1;
+  const std::string digits = m[1].matched ? m[1].str() : m[2].str();
+  return digits.size() > 2 ? 100 : std::stoi(digits);
 }
 
 struct Checker {
+  bool with_lines = true;
   std::vector<std::string> errors;
   void error(const std::string& path, const YAML::Node& n, const std::string& what) {
-    errors.push_back(fmt::format("{}{}: {}", path, at(n), what));
+    errors.push_back(fmt::format("{}{}: {}", path, with_lines ? at(n) : "", what));
   }
 
   void check_entry(const std::string& path, const YAML::Node& e, MigPartedEntry* out) {
@@ -56,12 +74,12 @@ struct Checker {
     }
     static const std::set<std::string> kKeys = {"device-filter", "devices", "mig-enabled", "mig-devices"};
     for (const auto& kv : e) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      const std::string key = text_of(kv.first);
       if (!kKeys.count(key)) {
         error(path, kv.first, fmt::format("unknown key '{}' (allowed: device-filter, devices, mig-enabled, mig-devices)", key));
       }
     }
-    // device-filter: string or list of strings, each a PCI device+vendor id.
+    // device-filter: string or list of strings, each a quoted PCI device+vendor id.
     if (const auto f = e["device-filter"]; f) {
       std::vector<YAML::Node> items;
       if (f.IsScalar()) {
@@ -72,9 +90,12 @@ struct Checker {
         error(path + ".device-filter", f, "must be a string or a list of strings");
       }
       for (const auto& x : items) {
-        if (!x.IsScalar() || !valid_pci_id(x.Scalar())) {
+        if (x.IsScalar() && reads_as_number(x)) {
           error(path + ".device-filter", x,
-                fmt::format("'{}' is not a PCI device id such as 0x20B010DE", x.IsScalar() ? x.Scalar() : "?"));
+                fmt::format("'{}': PCI ids must be quoted strings (a plain 0x... reads as an integer)", x.Scalar()));
+        } else if (!x.IsScalar() || !valid_pci_id(x.Scalar())) {
+          error(path + ".device-filter", x,
+                fmt::format("'{}' is not a PCI device id such as 0x20B010DE", text_of(x)));
         } else if (out) {
           out->device_filter.push_back(x.Scalar());
         }
@@ -94,8 +115,7 @@ struct Checker {
       for (const auto& x : d) {
         const auto v = as_int(x);
         if (!v || *v < 0 || *v > 1024) {
-          error(path + ".devices", x,
-                fmt::format("'{}' is not a GPU index", x.IsScalar() ? x.Scalar() : "?"));
+          error(path + ".devices", x, fmt::format("'{}' is not a GPU index", text_of(x)));
         } else if (!seen.insert(*v).second) {
           error(path + ".devices", x, fmt::format("GPU index {} listed twice", *v));
         } else {
@@ -107,14 +127,13 @@ struct Checker {
     } else {
       error(path + ".devices", d, "must be \"all\" or a list of GPU indices");
     }
-    // mig-enabled: bool.
+    // mig-enabled: a plain true or false.
     const auto en = e["mig-enabled"];
     std::optional<bool> enabled;
     if (!en) {
       error(path, e, "missing required key 'mig-enabled'");
     } else if (!(enabled = as_bool(en))) {
-      error(path + ".mig-enabled", en,
-            fmt::format("'{}' is not a boolean", en.IsScalar() ? en.Scalar() : "?"));
+      error(path + ".mig-enabled", en, fmt::format("'{}' is not a boolean (true or false)", text_of(en)));
     }
     if (out && enabled) out->mig_enabled = *enabled;
     // mig-devices: profile -> count; required when enabled, empty when not.
@@ -134,22 +153,29 @@ struct Checker {
     if (enabled && !*enabled && md.size() > 0) {
       error(path + ".mig-devices", md, "must be empty when mig-enabled is false");
     }
+    MigProfileCounts counts;
+    bool all_ok = true;
     for (const auto& kv : md) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      const std::string key = text_of(kv.first);
       if (!valid_mig_profile_format(key)) {
         error(path + ".mig-devices", kv.first,
               fmt::format("'{}' is not a MIG profile name such as 1g.5gb or 1c.3g.20gb", key));
+        all_ok = false;
         continue;
       }
       const auto v = as_int(kv.second);
-      if (!v || *v < 0 || *v > 64) {
+      if (!v || *v < 0) {
         error(path + ".mig-devices." + key, kv.second,
-              fmt::format("count '{}' is not a non-negative integer",
-                          kv.second.IsScalar() ? kv.second.Scalar() : "?"));
+              fmt::format("count '{}' is not a non-negative integer", text_of(kv.second)));
+        all_ok = false;
         continue;
       }
-      if (out) out->mig_devices[key] = static_cast<int>(*v);
+      counts[key] = static_cast<int>(std::min<long long>(*v, 1000));
     }
+    if (all_ok) {
+      if (const std::string why = check_mig_devices(counts); !why.empty()) error(path + ".mig-devices", md, why);
+    }
+    if (out) out->mig_devices = counts;
   }
 
   void check(const YAML::Node& root, MigPartedConfig* out) {
@@ -158,7 +184,7 @@ struct Checker {
       return;
     }
     for (const auto& kv : root) {
-      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "?";
+      const std::string key = text_of(kv.first);
       if (key != "version" && key != "mig-configs") {
         error(key, kv.first, "unknown top-level key (allowed: version, mig-configs)");
       }
@@ -167,8 +193,7 @@ struct Checker {
     if (!version) {
       error("version", root, "missing required key 'version'");
     } else if (!version.IsScalar() || version.Scalar() != "v1") {
-      error("version", version,
-            fmt::format("'{}' is not supported (only v1)", version.IsScalar() ? version.Scalar() : "?"));
+      error("version", version, fmt::format("'{}' is not supported (only v1)", text_of(version)));
     }
     const auto configs = root["mig-configs"];
     if (!configs) {
@@ -236,7 +261,7 @@ void emit_entry(YAML::Emitter& y, const MigPartedEntry& e) {
 }  // namespace
 
 bool valid_mig_profile_format(std::string_view profile) {
-  static const std::regex re(R"(^([0-9]+c\.)?[0-9]+g\.[0-9]+gb(\+me|\+me\.all|-me|\+gfx)?$)");
+  static const std::regex re(R"(^([1-9][0-9]*c\.)?[1-9][0-9]*g\.[1-9][0-9]*gb(\+me|\+me\.all|-me|\+gfx)?$)");
   return std::regex_match(profile.begin(), profile.end(), re);
 }
 
@@ -253,17 +278,48 @@ bool MigPartedEntry::selects(int index, const std::vector<std::string>& pci_ids)
 }
 
 std::string to_yaml(const MigPartedConfig& config) {
+  // What the emitter would drop silently is refused here; everything else is
+  // refused by the validator run over the emitted text, so the writer and the
+  // validator cannot disagree.
+  for (const auto& [name, entries] : config.configs) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (!entries[i].mig_enabled && !entries[i].mig_devices.empty()) {
+        throw std::invalid_argument(fmt::format(
+            "mig-parted config: mig-configs.{}[{}].mig-devices: must be empty when mig-enabled is false", name, i));
+      }
+    }
+  }
   YAML::Emitter y;
   y << YAML::BeginMap;
   y << YAML::Key << "version" << YAML::Value << "v1";
-  y << YAML::Key << "mig-configs" << YAML::Value << YAML::BeginMap;
-  for (const auto& [name, entries] : config.configs) {
-    y << YAML::Key << name << YAML::Value << YAML::BeginSeq;
-    for (const auto& e : entries) emit_entry(y, e);
-    y << YAML::EndSeq;
+  y << YAML::Key << "mig-configs" << YAML::Value;
+  if (config.configs.empty()) {
+    y << YAML::Flow << YAML::BeginMap << YAML::EndMap;
+  } else {
+    y << YAML::BeginMap;
+    for (const auto& [name, entries] : config.configs) {
+      y << YAML::Key << name << YAML::Value;
+      if (entries.empty()) {
+        y << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+        continue;
+      }
+      y << YAML::BeginSeq;
+      for (const auto& e : entries) emit_entry(y, e);
+      y << YAML::EndSeq;
+    }
+    y << YAML::EndMap;
   }
-  y << YAML::EndMap << YAML::EndMap;
-  return std::string(y.c_str()) + "\n";
+  y << YAML::EndMap;
+  std::string text = std::string(y.c_str()) + "\n";
+  Checker c;
+  c.with_lines = false;  // the lines of a text the caller never saw
+  c.check(YAML::Load(text), nullptr);
+  if (!c.errors.empty()) {
+    std::string msg = "mig-parted config: " + c.errors.front();
+    for (size_t i = 1; i < c.errors.size(); ++i) msg += "; " + c.errors[i];
+    throw std::invalid_argument(msg);
+  }
+  return text;
 }
 
 std::vector<std::string> validate_mig_parted_config(std::string_view yaml) {
@@ -273,9 +329,74 @@ std::vector<std::string> validate_mig_parted_config(std::string_view yaml) {
   } catch (const YAML::Exception& e) {
     return {fmt::format("(document) (line {}): not valid YAML: {}", e.mark.line + 1, e.msg)};
   }
+  return validate_mig_parted_config(root);
+}
+
+std::vector<std::string> validate_mig_parted_config(const YAML::Node& doc) {
   Checker c;
-  c.check(root, nullptr);
+  c.check(doc, nullptr);
   return c.errors;
+}
+
+MigProfileCounts parse_profile_counts(std::string_view text) {
+  MigProfileCounts out;
+  std::string_view rest = text;
+  auto fail = [&](std::string_view why) {
+    throw std::invalid_argument(fmt::format("invalid MIG layout \"{}\": {}", text, why));
+  };
+  if (rest.empty()) fail("empty");
+  while (true) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) fail(fmt::format("\"{}\" is not <profile>=<count>", item));
+    const std::string profile(item.substr(0, eq));
+    const std::string_view count = item.substr(eq + 1);
+    if (!valid_mig_profile_format(profile)) fail(fmt::format("\"{}\" is not a MIG profile name", profile));
+    if (count.empty() || count.size() > 2) fail(fmt::format("count \"{}\" must be 0..99", count));
+    int n = 0;
+    for (char ch : count) {
+      if (ch < '0' || ch > '9') fail(fmt::format("count \"{}\" must be 0..99", count));
+      n = n * 10 + (ch - '0');
+    }
+    if (!out.emplace(profile, n).second) fail(fmt::format("profile {} given twice", profile));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return out;
+}
+
+std::string check_mig_devices(const MigProfileCounts& counts, const MigGeometry* geo) {
+  int instances = 0;
+  int slices = 0;
+  for (const auto& [profile, n] : counts) {
+    if (!valid_mig_profile_format(profile)) return fmt::format("'{}' is not a MIG profile name", profile);
+    if (n < 0) return fmt::format("{}: count {} is negative", profile, n);
+    if (n > kMaxMigInstancesPerGpu) {
+      return fmt::format("{} x {}: a GPU holds at most {} MIG instances", n, profile, kMaxMigInstancesPerGpu);
+    }
+    instances += n;
+    slices += n * std::min(min_compute_slices(profile), 100);
+  }
+  if (instances > kMaxMigInstancesPerGpu) {
+    return fmt::format("{} instances on one GPU; a GPU holds at most {}", instances, kMaxMigInstancesPerGpu);
+  }
+  if (slices > kMaxMigComputeSlices) {
+    return fmt::format("the profiles take {} compute slices of one GPU; a GPU has at most {}", slices,
+                       kMaxMigComputeSlices);
+  }
+  if (!geo) return "";
+  MigProfileCounts nonzero;
+  for (const auto& [profile, n] : counts) {
+    const auto idx = geo->find(profile);
+    if (!idx) {
+      return fmt::format("'{}' is not a {} profile (profiles: {})", profile, geo->model_name, geo->profile_names());
+    }
+    if (n > 0) nonzero[geo->profile(*idx).name] += n;
+  }
+  const auto placed = find_placement(*geo, nonzero);
+  if (!placed.ok()) return fmt::format("does not fit one {}: {}", geo->model_name, placed.reason);
+  return "";
 }
 
 MigPartedConfig parse_mig_parted_config(std::string_view yaml) {

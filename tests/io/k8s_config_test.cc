@@ -58,43 +58,7 @@ TEST(K8sConfig, MpsConfigRules) {
   EXPECT_TRUE(mentions(p, "at most 48"));
 }
 
-TEST(K8sConfig, MigPartedSkeleton) {
-  EXPECT_EQ(parse_profile_counts("1g.10gb=2,2g.20gb=1,3g.40gb=1"),
-            (std::map<std::string, int>{{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}}));
-  EXPECT_TRUE(valid_mig_profile_name("1c.2g.20gb+me"));
-  EXPECT_FALSE(valid_mig_profile_name("2g20gb"));
-  EXPECT_THROW(parse_profile_counts("1g.10gb"), std::invalid_argument);
-  EXPECT_THROW(parse_profile_counts("1g.10gb=2,1g.10gb=1"), std::invalid_argument);
-  EXPECT_THROW(parse_profile_counts("big=1"), std::invalid_argument);
-
-  MigPartedConfig cfg;
-  cfg["all-disabled"] = {MigPartedEntry{{}, std::nullopt, false, {}}};
-  cfg["all-balanced"] = {MigPartedEntry{{"0x233010DE"}, std::nullopt, true, parse_profile_counts("1g.10gb=2,2g.20gb=1,3g.40gb=1")}};
-  cfg["split"] = {MigPartedEntry{{}, std::vector<int>{0, 1}, false, {}},
-                  MigPartedEntry{{}, std::vector<int>{2}, true, {{"3g.40gb", 2}}}};
-  YAML::Node doc = YAML::Load(mig_parted_config_yaml(cfg));
-  EXPECT_TRUE(check_mig_parted_config(doc).empty()) << mig_parted_config_yaml(cfg);
-  EXPECT_EQ(doc["mig-configs"]["all-disabled"][0]["devices"].as<std::string>(), "all");
-  EXPECT_FALSE(doc["mig-configs"]["all-disabled"][0]["mig-enabled"].as<bool>());
-  EXPECT_EQ(doc["mig-configs"]["all-balanced"][0]["mig-devices"]["1g.10gb"].as<int>(), 2);
-  EXPECT_EQ(doc["mig-configs"]["all-balanced"][0]["device-filter"][0].as<std::string>(), "0x233010DE");
-  EXPECT_EQ(doc["mig-configs"]["split"][1]["devices"][0].as<int>(), 2);
-  // A plain 0x... PCI id would read as an integer in YAML 1.1 loaders.
-  YAML::Node unquoted = YAML::Load("version: v1\nmig-configs:\n  a:\n    - device-filter: [0x233010DE]\n"
-                                   "      devices: all\n      mig-enabled: false\n");
-  EXPECT_TRUE(mentions(check_mig_parted_config(unquoted), "must be quoted"));
-
-  doc["mig-configs"]["split"][0]["mig-devices"]["1g.10gb"] = 1;  // disabled GPU with devices
-  doc["mig-configs"]["split"][1]["devices"] = "some";
-  doc["extra"] = 1;
-  auto p = check_mig_parted_config(doc);
-  EXPECT_TRUE(mentions(p, "mig-configs.split[0].mig-devices: must be empty when mig-enabled is false"));
-  EXPECT_TRUE(mentions(p, "mig-configs.split[1].devices: a string must be \"all\""));
-  EXPECT_TRUE(mentions(p, "extra: unknown top-level key"));
-
-  MigPartedEntry bad{{}, std::nullopt, false, {{"1g.10gb", 1}}};
-  EXPECT_THROW(mig_parted_config_yaml({{"x", {bad}}}), std::invalid_argument);
-}
+// The mig-parted cases live in tests/mig/mig_parted_config_test.cc.
 
 TEST(K8sConfig, DeschedulerPolicies) {
   DeschedulerConfig low;
@@ -275,6 +239,7 @@ TEST(K8sConfig, DeschedulerCheckerFollowsTheStrictV1alpha2Schema) {
 TEST(K8sConfig, SchedulerConfigurationExtenders) {
   SchedulerExtenderConfig cfg;
   cfg.managed_resources = {"nvidia.com/gpu", "nvidia.com/mig-1g.10gb"};
+  cfg.node_cache_capable = true;
   YAML::Node doc = YAML::Load(scheduler_config_yaml(cfg));
   EXPECT_TRUE(check_scheduler_config(doc).empty()) << scheduler_config_yaml(cfg);
   const YAML::Node& e = doc["extenders"][0];
@@ -290,6 +255,11 @@ TEST(K8sConfig, SchedulerConfigurationExtenders) {
   EXPECT_EQ(e["managedResources"][1]["name"].as<std::string>(), "nvidia.com/mig-1g.10gb");
   EXPECT_TRUE(e["managedResources"][1]["ignoredByScheduler"].as<bool>());
   EXPECT_EQ(doc["profiles"][0]["schedulerName"].as<std::string>(), "gpupack-scheduler");
+  EXPECT_EQ(doc["apiVersion"].as<std::string>(), "kubescheduler.config.k8s.io/v1");
+  // Both choices that change what reaches gpupack come with a warning.
+  const auto warnings = scheduler_config_warnings(cfg);
+  EXPECT_TRUE(mentions(warnings, "pods that ask for GPUs only through gpupack.io annotations"));
+  EXPECT_TRUE(mentions(warnings, "nodeCacheCapable: true"));
 
   SchedulerExtenderConfig zero = cfg;
   zero.weight = 0;
@@ -312,6 +282,149 @@ TEST(K8sConfig, SchedulerConfigurationExtenders) {
   EXPECT_TRUE(mentions(p, "extenders[0].weight: must be > 0"));
   EXPECT_TRUE(mentions(p, "extenders[0].enableHTTPS: must be a boolean"));
   EXPECT_TRUE(mentions(p, "is managed twice"));
+}
+
+
+// The defaults let every pod of the profile reach gpupack: no
+// managedResources (kube-scheduler would skip pods that ask for GPUs only by
+// annotation) and full Node objects (no naming agreement needed).
+TEST(K8sConfig, SchedulerDefaultsSendEveryPodToTheExtender) {
+  const SchedulerExtenderConfig cfg;
+  const YAML::Node doc = YAML::Load(scheduler_config_yaml(cfg));
+  EXPECT_TRUE(check_scheduler_config(doc, cfg.kube_minor).empty());
+  const YAML::Node e = doc["extenders"][0];
+  EXPECT_FALSE(e["managedResources"]);
+  EXPECT_FALSE(e["nodeCacheCapable"].as<bool>());
+  EXPECT_TRUE(scheduler_config_warnings(cfg).empty());
+}
+
+TEST(K8sConfig, SchedulerConfigApiVersionPerRelease) {
+  // The newest version each release serves (KEP-785 and the removal PRs).
+  const std::map<int, std::string> want = {
+      {20, "v1beta1"}, {21, "v1beta1"}, {22, "v1beta2"}, {23, "v1beta3"}, {24, "v1beta3"},
+      {25, "v1"},      {28, "v1"},      {29, "v1"},      {34, "v1"}};
+  for (int minor = kSchedulerMinKubeMinor; minor <= kSchedulerMaxKubeMinor; ++minor) {
+    SchedulerExtenderConfig cfg;
+    cfg.kube_minor = minor;
+    const std::string text = scheduler_config_yaml(cfg);
+    const YAML::Node doc = YAML::Load(text);
+    const std::string api = doc["apiVersion"].as<std::string>();
+    EXPECT_TRUE(check_scheduler_config(doc, minor).empty()) << text;
+    EXPECT_TRUE(scheduler_config_api_served(api, minor)) << minor << " " << api;
+    if (auto it = want.find(minor); it != want.end()) {
+      EXPECT_EQ(api, "kubescheduler.config.k8s.io/" + it->second) << "1." << minor;
+    }
+    // Same extender stanza in every version.
+    EXPECT_EQ(doc["extenders"][0]["urlPrefix"].as<std::string>(), cfg.url_prefix);
+    EXPECT_EQ(doc["profiles"][0]["schedulerName"].as<std::string>(), cfg.scheduler_name);
+  }
+  // Removed versions are refused for later releases, new ones for earlier.
+  YAML::Node doc = YAML::Load(scheduler_config_yaml(SchedulerExtenderConfig{}));
+  doc["apiVersion"] = "kubescheduler.config.k8s.io/v1beta3";
+  EXPECT_TRUE(check_scheduler_config(doc, 28).empty());
+  EXPECT_TRUE(mentions(check_scheduler_config(doc, 29), "Kubernetes 1.29 does not serve kubescheduler.config.k8s.io/v1beta3"));
+  doc["apiVersion"] = "kubescheduler.config.k8s.io/v1";
+  EXPECT_TRUE(mentions(check_scheduler_config(doc, 24), "does not serve"));
+  doc["apiVersion"] = "kubescheduler.config.k8s.io/v1beta1";
+  EXPECT_TRUE(mentions(check_scheduler_config(doc, 23), "does not serve"));
+  EXPECT_TRUE(check_scheduler_config(doc).empty());  // no release given: any known version
+  doc["apiVersion"] = "kubescheduler.config.k8s.io/v1alpha2";
+  EXPECT_TRUE(mentions(check_scheduler_config(doc), "is not a KubeSchedulerConfiguration version"));
+  doc["apiVersion"] = "kubescheduler.config.k8s.io/v1";
+  doc["algorithmSource"]["provider"] = "DefaultProvider";
+  EXPECT_TRUE(mentions(check_scheduler_config(doc), "algorithmSource: unknown top-level key"));
+
+  // Out of range or malformed versions.
+  for (int minor : {19, 35, 0}) {
+    SchedulerExtenderConfig cfg;
+    cfg.kube_minor = minor;
+    EXPECT_THROW(scheduler_config_yaml(cfg), std::invalid_argument) << minor;
+  }
+  EXPECT_EQ(parse_kube_minor("1.28", 20, 34), 28);
+  EXPECT_EQ(parse_kube_minor("v1.22.3", 20, 34), 22);
+  for (const char* bad : {"1.19", "1.35", "2.1", "1.x", "", "128", "1.28-rc"}) {
+    EXPECT_THROW(parse_kube_minor(bad, 20, 34), std::invalid_argument) << bad;
+  }
+  SchedulerExtenderConfig old;
+  old.kube_minor = 20;
+  EXPECT_TRUE(mentions(scheduler_config_warnings(old), "FailedAndUnresolvableNodes"));
+}
+
+TEST(K8sConfig, DraObjectsForEachRequestForm) {
+  DraConfig cfg;
+  cfg.ns = "ml";
+  cfg.whole_gpus = 2;
+  cfg.shared_memory_mib = 20480;
+  cfg.mig_profile = "1g.10gb+me";
+  cfg.mig_count = 2;
+  const std::string text = dra_config_yaml(cfg);
+  const auto docs = YAML::LoadAll(text);
+  ASSERT_EQ(docs.size(), 5u) << text;
+  std::map<std::string, YAML::Node> by_name;
+  for (const auto& d : docs) {
+    EXPECT_TRUE(check_dra_object(d).empty()) << YAML::Dump(d) << ::testing::PrintToString(check_dra_object(d));
+    EXPECT_EQ(d["apiVersion"].as<std::string>(), "resource.k8s.io/v1");
+    by_name[d["metadata"]["name"].as<std::string>()] = d;
+  }
+  const YAML::Node gpu_class = by_name["gpu.nvidia.com"];
+  EXPECT_EQ(gpu_class["kind"].as<std::string>(), "DeviceClass");
+  EXPECT_NE(gpu_class["spec"]["selectors"][0]["cel"]["expression"].as<std::string>().find(".type == 'gpu'"),
+            std::string::npos);
+  EXPECT_NE(by_name["mig.nvidia.com"]["spec"]["selectors"][0]["cel"]["expression"].as<std::string>().find(
+                ".type == 'mig'"),
+            std::string::npos);
+  const YAML::Node whole = by_name["gpupack-whole-gpu"];
+  EXPECT_EQ(whole["kind"].as<std::string>(), "ResourceClaimTemplate");
+  EXPECT_EQ(whole["metadata"]["namespace"].as<std::string>(), "ml");
+  EXPECT_EQ(whole["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"].as<int>(), 2);
+  EXPECT_EQ(whole["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"].as<std::string>(),
+            "gpu.nvidia.com");
+  // A shared fraction is one claim that several pods name.
+  const YAML::Node shared = by_name["gpupack-shared-gpu"];
+  EXPECT_EQ(shared["kind"].as<std::string>(), "ResourceClaim");
+  EXPECT_NE(shared["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"]
+                .as<std::string>()
+                .find("quantity('20480Mi')"),
+            std::string::npos);
+  const YAML::Node mig = by_name["gpupack-mig-1g.10gb.me"];
+  ASSERT_TRUE(mig) << text;
+  EXPECT_EQ(mig["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"].as<std::string>(),
+            "mig.nvidia.com");
+  EXPECT_NE(mig["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"]
+                .as<std::string>()
+                .find("profile == '1g.10gb+me'"),
+            std::string::npos);
+
+  // The checker refuses what the API server would.
+  YAML::Node d = YAML::Clone(whole);
+  YAML::Node ex = d["spec"]["spec"]["devices"]["requests"][0]["exactly"];
+  ex["allocationMode"] = "All";
+  d["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"].push_back(YAML::Load("{name: a, deviceClassName: x}"));
+  d["spec"]["spec"]["devices"]["constraints"].push_back(YAML::Load("{requests: [nope], matchAttribute: x}"));
+  d["spec"]["spec"]["devices"]["requests"][0]["name"] = "Bad_Name";
+  d["apiVersion"] = "resource.k8s.io/v1beta1";
+  auto p = check_dra_object(d);
+  EXPECT_TRUE(mentions(p, "count: must not be set with allocationMode All"));
+  EXPECT_TRUE(mentions(p, "needs exactly one of exactly and firstAvailable"));
+  EXPECT_TRUE(mentions(p, "names a request the claim lacks"));
+  EXPECT_TRUE(mentions(p, "requests[0].name: must be a DNS label"));
+  EXPECT_TRUE(mentions(p, "apiVersion: must be \"resource.k8s.io/v1\""));
+  YAML::Node dc = YAML::Clone(gpu_class);
+  dc["metadata"]["namespace"] = "ml";
+  dc["spec"]["selector"] = 1;
+  p = check_dra_object(dc);
+  EXPECT_TRUE(mentions(p, "a DeviceClass is cluster-scoped"));
+  EXPECT_TRUE(mentions(p, "spec.selector: unknown field"));
+
+  DraConfig bad = cfg;
+  bad.kube_minor = 33;
+  EXPECT_THROW(dra_config_yaml(bad), std::invalid_argument);
+  bad = cfg;
+  bad.mig_profile = "big";
+  EXPECT_THROW(dra_config_yaml(bad), std::invalid_argument);
+  bad = cfg;
+  bad.mig_count = 8;
+  EXPECT_THROW(dra_config_yaml(bad), std::invalid_argument);
 }
 
 TEST(K8sConfig, ConfigMapWrapsTextVerbatim) {

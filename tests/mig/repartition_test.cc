@@ -199,9 +199,10 @@ TEST(MigRepartition, BadInputIsRefused) {
 TEST(MigRepartition, ApplyRefusesALabelWithoutConfig) {
   const std::vector<MigGpuInventory> gpus = {gpu("a", 0, "A100-40GB", {})};
   const std::string yaml = "version: v1\nmig-configs:\n  one:\n    - devices: all\n      mig-enabled: true\n"
-                           "      mig-devices: {\"3g.20gb\": 3}\n";
+                           "      mig-devices: {\"3g.20gb\": 2, \"1g.5gb\": 1}\n";
   EXPECT_THROW(apply_mig_parted_config(gpus, yaml, {{"a", "other"}}), std::invalid_argument);
-  // 3 x 3g.20gb passes the schema but has no placement on an A100.
+  // 2 x 3g.20gb + 1g.5gb passes the schema (7 compute slices) but has no
+  // placement on an A100: the two 3g.20gb take all eight memory slices.
   EXPECT_THROW(apply_mig_parted_config(gpus, yaml, {{"a", "one"}}), std::invalid_argument);
   // Unlabelled nodes are untouched.
   EXPECT_TRUE(apply_mig_parted_config(gpus, yaml, {})[0].empty());
