@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "io/quantity.h"
+#include "util/strings.h"
 
 namespace gpupack {
 namespace {
@@ -22,6 +23,8 @@ constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 constexpr std::string_view kGpuSharedResource = "nvidia.com/gpu.shared";
 constexpr std::string_view kMigPrefix = "nvidia.com/mig-";
 constexpr int64_t kMiB = 1024 * 1024;
+constexpr std::string_view kGpuProductLabel = "nvidia.com/gpu.product";
+constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
 
 [[noreturn]] void fail(const std::string& object, std::string_view path, std::string_view msg) {
   throw std::invalid_argument(fmt::format("{}: {}: {}", object, path, msg));
@@ -144,24 +147,7 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
-// Lower case, space -> '-', characters outside [a-z0-9-_.] dropped.
-std::string normalize_product(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (std::isspace(u)) {
-      out.push_back('-');
-    } else if (std::isalnum(u) || c == '-' || c == '_' || c == '.') {
-      out.push_back(static_cast<char>(std::tolower(u)));
-    }
-  }
-  return out;
-}
-
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 
 json parse_document(std::string_view text, std::string_view source) {
   try {
@@ -334,30 +320,53 @@ void apply_gpu_request(const std::string& obj, K8sPod& pod, const ResourceTotals
   }
 }
 
+// A model list as pods write it: names joined by ',' or '|' (openb writes
+// "V100M16|V100M32"), each a catalog name or a GPU product string. Every
+// name must be a built-in model: an unknown one is an error, never "any".
+ModelMask parse_model_constraint(const std::string& obj, std::string_view key, const std::string& value) {
+  const std::string field = annotation_field(key);
+  if (value.size() > 1024) fail(obj, field, fmt::format("{} characters; at most 1024", value.size()));
+  ModelMask mask = 0;
+  std::string_view rest = value;
+  while (true) {
+    const size_t sep = rest.find_first_of(",|");
+    const std::string name = trim(rest.substr(0, sep));
+    if (name.empty()) fail(obj, field, fmt::format("\"{}\" has an empty model name", value));
+    const auto id = find_gpu_model(name);
+    if (!id) {
+      fail(obj, field, fmt::format("unknown GPU model \"{}\" in \"{}\" (known: {})", name, value,
+                                   GpuCatalog::builtin().known_names()));
+    }
+    mask |= model_bit(*id);
+    if (sep == std::string_view::npos) break;
+    rest = rest.substr(sep + 1);
+  }
+  return mask;
+}
+
+// gpupack.io/gpu-models and openb's alibabacloud.com/gpu-card-model: a pod
+// that gives both must satisfy both.
+void apply_model_constraints(const std::string& obj, K8sPod& pod) {
+  const std::string* ours = find_annotation(pod, annotations::kGpuModels);
+  const std::string* openb = find_annotation(pod, annotations::kAlibabaGpuCardModel);
+  if (ours == nullptr && openb == nullptr) return;
+  ModelMask mask = ~ModelMask{0};
+  if (ours != nullptr) mask &= parse_model_constraint(obj, annotations::kGpuModels, *ours);
+  if (openb != nullptr) mask &= parse_model_constraint(obj, annotations::kAlibabaGpuCardModel, *openb);
+  if (mask == 0) {
+    fail(obj, annotation_field(annotations::kGpuModels),
+         fmt::format("\"{}\" and {} \"{}\" allow no model in common", *ours, annotations::kAlibabaGpuCardModel,
+                     *openb));
+  }
+  pod.request.allowed_models = mask;
+}
+
 void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
   if (const std::string* v = find_annotation(pod, annotations::kGpuMemoryMib)) {
     pod.gpu_memory_mib = strict_int(obj, annotation_field(annotations::kGpuMemoryMib), *v, 1,
                                     int64_t{1} << 40);
   }
-  if (const std::string* v = find_annotation(pod, annotations::kGpuModels)) {
-    std::string field = annotation_field(annotations::kGpuModels);
-    std::string_view rest = *v;
-    ModelMask mask = 0;
-    while (true) {
-      size_t comma = rest.find(',');
-      std::string name = trim(rest.substr(0, comma));
-      if (name.empty()) fail(obj, field, fmt::format("\"{}\" has an empty model name", *v));
-      auto id = find_gpu_model(name);
-      if (!id) {
-        fail(obj, field, fmt::format("unknown GPU model \"{}\" in \"{}\" (known: {})", name, *v,
-                                     GpuCatalog::builtin().known_names()));
-      }
-      mask |= model_bit(*id);
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
-    }
-    pod.request.allowed_models = mask;
-  }
+  apply_model_constraints(obj, pod);
   const std::string* gang_name = find_annotation(pod, annotations::kGangName);
   const std::string* gang_size = find_annotation(pod, annotations::kGangSize);
   const std::string* gang_min = find_annotation(pod, annotations::kGangMinMember);
@@ -446,33 +455,50 @@ void apply_gpu_topology(const std::string& obj, K8sNode& n) {
   }
 }
 
+// A node whose GPU product the catalog lacks (or that names none) gets its
+// own pool, named by the label: never another model's figures or bit.
+void assign_unknown_pool(const std::string& obj, const std::string& field, K8sNode& n) {
+  const std::string label =
+      n.gpu_product.empty() ? std::string(kUnlabeledGpuPool) : std::string(gpu_product_pool_label(n.gpu_product));
+  GpuCatalog::Registration r;
+  try {
+    r = GpuCatalog::builtin_mutable().register_unknown(label, n.gpu_memory_mib);
+  } catch (const std::exception& e) {  // invalid_argument (bad label), length_error (catalog full)
+    fail(obj, field, e.what());
+  }
+  n.spec.gpu_model = r.id;
+  std::string what = n.gpu_product.empty()
+                         ? fmt::format("no GPU product label ({} or {}) on a node with {} GPUs", kGpuProductLabel,
+                                       annotations::kAlibabaGpuCardModel, n.spec.gpu_count)
+                         : fmt::format("GPU product \"{}\" is not in the catalog", n.gpu_product);
+  std::string memory = n.gpu_memory_mib > 0
+                           ? fmt::format("{} MiB per GPU from {}", n.gpu_memory_mib, kGpuMemoryLabel)
+                           : fmt::format("GPU memory unknown (no {} label)", kGpuMemoryLabel);
+  std::string msg = fmt::format("{}: {}: {}; scheduled as its own pool \"{}\" ({}), matching no other model",
+                                obj, field, what, label, memory);
+  if (!r.created && r.memory_mib != n.gpu_memory_mib) {
+    msg += fmt::format("; the pool keeps the {} MiB of the node that created it", r.memory_mib);
+  }
+  n.warnings.push_back(std::move(msg));
+}
+
 }  // namespace
 
 // --- GPU model names ----------------------------------------------------
 
-std::optional<GpuModelId> find_gpu_model(std::string_view product, const GpuCatalog& catalog) {
-  if (auto id = catalog.find(product)) return id;
-  std::string p = normalize_product(product);
-  if (ends_with(p, "-shared")) p.resize(p.size() - 7);
-  if (size_t mig = p.find("-mig-"); mig != std::string::npos) p.resize(mig);
-  auto match = [&](const std::string& want) -> std::optional<GpuModelId> {
-    if (want.empty()) return std::nullopt;
-    for (size_t i = 0; i < catalog.size(); ++i) {
-      const GpuModelSpec& s = catalog.spec(static_cast<GpuModelId>(i));
-      if (normalize_product(s.name) == want) return static_cast<GpuModelId>(i);
-      for (const auto& a : s.aliases) {
-        if (normalize_product(a) == want) return static_cast<GpuModelId>(i);
-      }
-    }
-    return std::nullopt;
-  };
-  if (auto id = match(p)) return id;
-  for (std::string_view prefix : {"nvidia-", "tesla-"}) {
-    if (starts_with(p, prefix)) {
-      if (auto id = match(p.substr(prefix.size()))) return id;
-    }
+std::string_view gpu_product_pool_label(std::string_view product) {
+  constexpr std::string_view kShared = "-SHARED";
+  while (!product.empty() && std::isspace(static_cast<unsigned char>(product.back()))) product.remove_suffix(1);
+  if (product.size() > kShared.size() && iequals(product.substr(product.size() - kShared.size()), kShared)) {
+    product.remove_suffix(kShared.size());
   }
-  return std::nullopt;
+  return product;
+}
+
+std::optional<GpuModelId> find_gpu_model(std::string_view product, const GpuCatalog& catalog) {
+  std::string p = normalize_product_name(gpu_product_pool_label(product));
+  if (size_t mig = p.find("-mig-"); mig != std::string::npos) p.resize(mig);
+  return catalog.find_product(p);
 }
 
 // --- nodes --------------------------------------------------------------
@@ -599,13 +625,15 @@ K8sNode parse_node(const json& j) {
   }
   n.spec.gpu_count = static_cast<int32_t>(physical);
 
-  for (std::string_view key : {"nvidia.com/gpu.product", "alibabacloud.com/gpu-card-model"}) {
+  std::string product_field = label_field(kGpuProductLabel);
+  for (std::string_view key : {kGpuProductLabel, annotations::kAlibabaGpuCardModel}) {
     if (const std::string* v = label(key)) {
       n.gpu_product = *v;
       if (auto id = find_gpu_model(*v)) {
         n.gpu_model_known = true;
         n.spec.gpu_model = *id;
       }
+      product_field = label_field(key);
       break;
     }
   }
@@ -613,6 +641,10 @@ K8sNode parse_node(const json& j) {
     n.gpu_memory_mib = GpuCatalog::builtin().spec(n.spec.gpu_model).memory_mib;
   }
   apply_gpu_topology(obj, n);
+  // Last, so that a node rejected above registers nothing.
+  if (n.spec.gpu_count > 0 && !n.gpu_model_known) {
+    assign_unknown_pool(obj, product_field, n);
+  }
   return n;
 }
 
@@ -731,16 +763,25 @@ K8sPod parse_pod(const json& j) {
   return p;
 }
 
-std::vector<K8sNode> parse_node_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected) {
-  return parse_items<K8sNode>(text, source, rejected, [](const json& j) { return parse_node(j); });
+std::vector<K8sNode> parse_node_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected,
+                                     std::vector<std::string>* warnings) {
+  std::vector<K8sNode> nodes =
+      parse_items<K8sNode>(text, source, rejected, [](const json& j) { return parse_node(j); });
+  if (warnings != nullptr) {
+    for (const K8sNode& n : nodes) {
+      for (const std::string& w : n.warnings) warnings->push_back(fmt::format("{}: {}", source, w));
+    }
+  }
+  return nodes;
 }
 
 std::vector<K8sPod> parse_pod_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected) {
   return parse_items<K8sPod>(text, source, rejected, [](const json& j) { return parse_pod(j); });
 }
 
-std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected) {
-  return parse_node_list(read_file(path), path, rejected);
+std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected,
+                                         std::vector<std::string>* warnings) {
+  return parse_node_list(read_file(path), path, rejected, warnings);
 }
 
 std::vector<K8sPod> read_pod_list_file(const std::string& path, std::vector<std::string>* rejected) {

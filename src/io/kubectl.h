@@ -19,7 +19,14 @@
 //   scope_required unless gpupack.io/gpu-scope-policy says "preferred").
 // - Every error is a std::invalid_argument whose message starts with the
 //   object ("Pod ns/name", "Node name"), then the JSON field path, then the
-//   offending value. Parsing has no side effects; functions are thread-safe.
+//   offending value. Functions are thread-safe. Parsing has one side effect:
+//   a node with an unknown GPU product registers (once per product) an
+//   unknown pool in the process-wide GPU catalog; a rejected node registers
+//   nothing.
+// - Pod model constraints: gpupack.io/gpu-models and openb's
+//   alibabacloud.com/gpu-card-model list built-in models (catalog names or
+//   product strings) separated by ',' or '|'; an unknown or empty name is an
+//   error naming the annotation and value; both given = both must hold.
 // - Cost: linear in the size of the JSON.
 #pragma once
 
@@ -57,7 +64,13 @@ inline constexpr std::string_view kGpuTopology = "gpupack.io/gpu-topology";
 // Accepted for compatibility with openb/Alibaba traces and captures.
 inline constexpr std::string_view kAlibabaGpuMilli = "alibabacloud.com/gpu-milli";
 inline constexpr std::string_view kAlibabaGpuCount = "alibabacloud.com/gpu-count";
+// Node label (the GPU product, when nvidia.com/gpu.product is absent) and pod
+// annotation (allowed models, '|'-separated: "V100M16|V100M32").
+inline constexpr std::string_view kAlibabaGpuCardModel = "alibabacloud.com/gpu-card-model";
 }  // namespace annotations
+
+// The unknown pool of nodes that advertise GPUs but name no product.
+inline constexpr std::string_view kUnlabeledGpuPool = "unlabeled";
 
 struct K8sTaint {
   std::string key;
@@ -78,7 +91,8 @@ struct K8sNode {
 
   // GPU facts.
   std::string gpu_product;          // the label the model came from ("" when none)
-  bool gpu_model_known = false;     // gpu_product found in the catalog
+  bool gpu_model_known = false;     // gpu_product is a built-in model (else spec.gpu_model
+                                    // is an unknown pool when the node has GPUs)
   int64_t gpu_memory_mib = 0;       // nvidia.com/gpu.memory label; 0 = unknown
   int32_t gpu_replicas = 1;         // sharing replicas per GPU (>= 1)
   std::string sharing_strategy;     // nvidia.com/gpu.sharing-strategy; "" when absent
@@ -90,6 +104,9 @@ struct K8sNode {
   // groups are the ids in spec.gpus (and spec.numa for NUMA).
   uint8_t gpu_topology_scopes = 0;
   bool declares(GpuScope s) const { return (gpu_topology_scopes >> static_cast<unsigned>(s)) & 1u; }
+  // Findings that did not reject the object, each naming the node, the field
+  // and the value (an unknown GPU product and the pool it went to).
+  std::vector<std::string> warnings;
 };
 
 // The parsed value of gpupack.io/gpu-topology for a node of `gpu_count` GPUs:
@@ -152,11 +169,25 @@ struct K8sPod {
   bool is_mig() const { return !mig_devices.empty(); }
 };
 
-// Maps a GPU product string (GFD label such as "NVIDIA-H100-80GB-HBM3",
-// "Tesla-T4", "A100-SXM4-40GB-MIG-1g.5gb-SHARED", or an nvidia-smi name) to a
-// catalog model. Case-insensitive; spaces and '-' are equivalent.
+// GPU products (node labels nvidia.com/gpu.product, else
+// alibabacloud.com/gpu-card-model):
+// - find_gpu_model() maps a product string (GFD label such as
+//   "NVIDIA-H100-80GB-HBM3", "Tesla-T4", "A100-SXM4-40GB-MIG-1g.5gb-SHARED", an
+//   nvidia-smi name, or a catalog name such as "V100M32") to a built-in model:
+//   a "-SHARED" suffix (time-slicing/MPS without renaming) and a
+//   "-MIG-<profile>" suffix are dropped, then the rest must equal a catalog
+//   name or alias after normalize_product_name(); nothing fuzzy. Never
+//   returns an unknown pool.
+// - A node with GPUs whose product is not built in (or that has no product
+//   label) is put in an unknown pool of the process-wide catalog
+//   (GpuCatalog::register_unknown), named by the label without "-SHARED"
+//   ("unlabeled" without a label) and sized by nvidia.com/gpu.memory (MiB;
+//   0 = unknown when absent); K8sNode::warnings says so. When the catalog has
+//   no room left (kMaxGpuModels) the node is rejected with that error.
 std::optional<GpuModelId> find_gpu_model(std::string_view product,
                                          const GpuCatalog& catalog = GpuCatalog::builtin());
+// The product without a trailing "-SHARED" (any case) and trailing spaces.
+std::string_view gpu_product_pool_label(std::string_view product);
 
 // Single objects (a parsed JSON value); errors name the object.
 K8sNode parse_node(const nlohmann::json& node);
@@ -165,12 +196,16 @@ K8sPod parse_pod(const nlohmann::json& pod);
 // Lists (`{"kind":"List","items":[...]}`, also NodeList/PodList) from text.
 // When `rejected` is null the first bad item throws; otherwise bad items are
 // skipped and their error messages appended to *rejected. A malformed
-// document (not JSON, no items array) always throws, naming `source`.
+// document (not JSON, no items array) always throws, naming `source`. Node
+// warnings (K8sNode::warnings) are also appended to *warnings when given,
+// prefixed with `source`.
 std::vector<K8sNode> parse_node_list(std::string_view json_text, std::string_view source,
-                                     std::vector<std::string>* rejected = nullptr);
+                                     std::vector<std::string>* rejected = nullptr,
+                                     std::vector<std::string>* warnings = nullptr);
 std::vector<K8sPod> parse_pod_list(std::string_view json_text, std::string_view source,
                                    std::vector<std::string>* rejected = nullptr);
-std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr);
+std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr,
+                                         std::vector<std::string>* warnings = nullptr);
 std::vector<K8sPod> read_pod_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr);
 
 // The pod's request as it would be charged on `node`: shared replicas become

@@ -80,17 +80,139 @@ TEST(Kubectl, ParsesNodesWithGfdLabels) {
   EXPECT_FALSE(nodes[4].gpu_model_known);
 }
 
-TEST(Kubectl, MapsGfdProductNamesToTheCatalog) {
-  EXPECT_EQ(find_gpu_model("NVIDIA-A100-SXM4-80GB"), model("A100-80GB"));
-  EXPECT_EQ(find_gpu_model("A100-SXM4-40GB"), model("A100-40GB"));
-  EXPECT_EQ(find_gpu_model("A100-SXM4-40GB-MIG-1g.5gb-SHARED"), model("A100-40GB"));
-  EXPECT_EQ(find_gpu_model("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"), model("H100-80GB"));
-  EXPECT_EQ(find_gpu_model("Tesla-V100-SXM2-16GB"), model("V100M16"));
-  EXPECT_EQ(find_gpu_model("NVIDIA-L40S"), model("L40S"));
-  EXPECT_EQ(find_gpu_model("NVIDIA H100 80GB HBM3"), model("H100-80GB"));
-  EXPECT_EQ(find_gpu_model("nvidia-h200"), model("H200"));
-  EXPECT_FALSE(find_gpu_model("NVIDIA-GeForce-RTX-4090").has_value());
-  EXPECT_FALSE(find_gpu_model("").has_value());
+// Real nvidia.com/gpu.product values (gpu-feature-discovery labels seen on
+// public clusters; docs/GPU_CATALOG.md) and the built-in model each must be.
+struct ProductCase {
+  const char* product;
+  const char* model;
+};
+constexpr ProductCase kKnownProducts[] = {
+    {"NVIDIA-A100-SXM4-40GB", "A100-40GB"},
+    {"NVIDIA-A100-PCIE-40GB", "A100-40GB"},
+    {"A100-SXM4-40GB", "A100-40GB"},  // older drivers: no "NVIDIA " prefix
+    {"NVIDIA-A100-SXM4-80GB", "A100-80GB"},
+    {"NVIDIA-A100-80GB-PCIe", "A100-80GB-PCIE"},
+    {"NVIDIA-H100-80GB-HBM3", "H100-80GB"},
+    {"NVIDIA-H100-PCIe", "H100-PCIE"},
+    {"NVIDIA-H100-NVL", "H100-NVL"},
+    {"NVIDIA-H200", "H200"},
+    {"NVIDIA-H200-NVL", "H200-NVL"},
+    {"NVIDIA-H20", "H20"},
+    {"NVIDIA-GH200-480GB", "GH200"},
+    {"NVIDIA-B200", "B200"},
+    {"NVIDIA-L4", "L4"},
+    {"NVIDIA-L40", "L40"},
+    {"NVIDIA-L40S", "L40S"},
+    {"NVIDIA-A10", "A10"},
+    {"NVIDIA-A10G", "A10G"},
+    {"NVIDIA-A30", "A30"},
+    {"NVIDIA-A40", "A40"},
+    {"Tesla-T4", "T4"},
+    {"Tesla-P100-PCIE-16GB", "P100"},
+    {"Tesla-V100-SXM2-16GB", "V100M16"},
+    {"Tesla-V100-PCIE-16GB", "V100M16"},
+    {"Tesla-V100-SXM2-32GB", "V100M32"},
+    {"Tesla-V100-PCIE-32GB", "V100M32"},
+    {"NVIDIA-GeForce-RTX-2080-Ti", "RTX-2080-TI"},
+    {"NVIDIA-GeForce-RTX-3090", "RTX-3090"},
+    {"NVIDIA-GeForce-RTX-4090", "RTX-4090"},
+    {"NVIDIA-GeForce-RTX-5090", "RTX-5090"},
+    {"NVIDIA-RTX-A4000", "RTX-A4000"},
+    {"NVIDIA-RTX-A5000", "RTX-A5000"},
+    {"NVIDIA-RTX-A6000", "RTX-A6000"},
+    {"NVIDIA-RTX-6000-Ada-Generation", "RTX-6000-ADA"},
+    {"NVIDIA-RTX-PRO-6000-Blackwell-Max-Q-Workstation-Edition", "RTX-PRO-6000"},
+    // Sharing without renaming appends -SHARED; single-strategy MIG appends -MIG-<profile>.
+    {"NVIDIA-L4-SHARED", "L4"},
+    {"NVIDIA-H100-80GB-HBM3-SHARED", "H100-80GB"},
+    {"Tesla-T4-shared", "T4"},
+    {"A100-SXM4-40GB-MIG-1g.5gb-SHARED", "A100-40GB"},
+    {"NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", "H100-80GB"},
+    {"NVIDIA-A100-80GB-PCIe-MIG-1g.10gb", "A100-80GB-PCIE"},
+    // nvidia-smi spelling and catalog names are accepted too.
+    {"NVIDIA H100 80GB HBM3", "H100-80GB"},
+    {"nvidia-h200", "H200"},
+    {"V100M32", "V100M32"},
+    {"G2", "G2"},
+};
+
+// Real products outside the catalog, and near misses of catalog names that
+// loose matching would have read as another model.
+constexpr const char* kUnknownProducts[] = {
+    "Quadro-RTX-8000", "NVIDIA-TITAN-Xp", "NVIDIA-GeForce-GTX-1080-Ti", "NVIDIA-RTX-4000-Ada-Generation",
+    "Tesla-V100S-PCIE-32GB", "NVIDIA-H100", "NVIDIA-A100", "Tesla-P100", "NVIDIA-L4-24GB", "NVIDIA-GB200", "",
+};
+
+TEST(Kubectl, MapsRealGfdProductStringsToTheCatalog) {
+  for (const ProductCase& c : kKnownProducts) {
+    auto id = find_gpu_model(c.product);
+    ASSERT_TRUE(id.has_value()) << c.product;
+    EXPECT_EQ(GpuCatalog::builtin().spec(*id).name, c.model) << c.product;
+  }
+  for (const char* p : kUnknownProducts) EXPECT_FALSE(find_gpu_model(p).has_value()) << p;
+}
+
+std::string gpu_node_json(const std::string& name, const std::string& labels, int gpus) {
+  return R"({"metadata":{"name":")" + name + R"(","labels":{)" + labels +
+         R"(}},"status":{"allocatable":{"cpu":"8","memory":"64Gi","nvidia.com/gpu":")" + std::to_string(gpus) +
+         R"("}}})";
+}
+
+TEST(Kubectl, EveryRealProductBecomesItsModelOrAnExplicitUnknownPool) {
+  const GpuCatalog& cat = GpuCatalog::builtin();
+  for (const ProductCase& c : kKnownProducts) {
+    K8sNode n = parse_node(json::parse(gpu_node_json("k", R"("nvidia.com/gpu.product":")" + std::string(c.product) + "\"", 2)));
+    EXPECT_TRUE(n.gpu_model_known) << c.product;
+    EXPECT_EQ(cat.spec(n.spec.gpu_model).name, c.model) << c.product;
+    EXPECT_TRUE(n.warnings.empty()) << c.product;
+  }
+  for (const char* p : kUnknownProducts) {
+    if (*p == '\0') continue;
+    K8sNode n = parse_node(json::parse(
+        gpu_node_json("u", R"("nvidia.com/gpu.product":")" + std::string(p) + R"(","nvidia.com/gpu.memory":"12288")", 4)));
+    EXPECT_FALSE(n.gpu_model_known) << p;
+    EXPECT_EQ(n.spec.gpu_count, 4) << p;
+    ASSERT_TRUE(cat.is_unknown_pool(n.spec.gpu_model)) << p << " became " << cat.spec(n.spec.gpu_model).name;
+    EXPECT_EQ(cat.spec(n.spec.gpu_model).name, p);
+    EXPECT_EQ(cat.find_unknown_pool(p), n.spec.gpu_model);
+    ASSERT_EQ(n.warnings.size(), 1u) << p;
+    const std::string& w = n.warnings[0];
+    EXPECT_NE(w.find("Node u: metadata.labels[\"nvidia.com/gpu.product\"]"), std::string::npos) << w;
+    EXPECT_NE(w.find("\"" + std::string(p) + "\" is not in the catalog"), std::string::npos) << w;
+    EXPECT_NE(w.find("own pool"), std::string::npos) << w;
+  }
+}
+
+TEST(Kubectl, UnknownProductPoolIsSizedFromTheNodeAndSharedByItsNodes) {
+  const GpuCatalog& cat = GpuCatalog::builtin();
+  std::vector<std::string> rejected, warnings;
+  auto nodes = parse_node_list(
+      "{\"items\":[" +
+          gpu_node_json("a", R"("nvidia.com/gpu.product":"Mystery-GPU-9000","nvidia.com/gpu.memory":"49152")", 2) +
+          "," + gpu_node_json("b", R"("nvidia.com/gpu.product":"Mystery-GPU-9000-SHARED","nvidia.com/gpu.memory":"49152")", 8) +
+          "," + gpu_node_json("c", R"("nvidia.com/gpu.product":"mystery gpu 9000","nvidia.com/gpu.memory":"40000")", 1) +
+          "," + gpu_node_json("d", R"("alibabacloud.com/gpu-card-model":"Mystery-Card")", 1) + "]}",
+      "nodes.json", &rejected, &warnings);
+  ASSERT_EQ(nodes.size(), 4u);
+  EXPECT_TRUE(rejected.empty());
+  const GpuModelId pool = nodes[0].spec.gpu_model;
+  ASSERT_TRUE(cat.is_unknown_pool(pool));
+  EXPECT_EQ(cat.spec(pool).name, "Mystery-GPU-9000");  // the label, "-SHARED" dropped
+  EXPECT_EQ(cat.spec(pool).memory_mib, 49152);         // nvidia.com/gpu.memory, MiB
+  EXPECT_EQ(nodes[0].gpu_memory_mib, 49152);
+  EXPECT_EQ(nodes[1].spec.gpu_model, pool);
+  EXPECT_EQ(nodes[2].spec.gpu_model, pool);
+  EXPECT_EQ(nodes[2].gpu_memory_mib, 40000);  // the node keeps its own figure
+  EXPECT_NE(nodes[2].warnings.at(0).find("keeps the 49152 MiB"), std::string::npos) << nodes[2].warnings[0];
+  // openb's node label names the product when GFD's is absent.
+  EXPECT_EQ(cat.spec(nodes[3].spec.gpu_model).name, "Mystery-Card");
+  EXPECT_EQ(cat.spec(nodes[3].spec.gpu_model).memory_mib, 0);
+  EXPECT_NE(nodes[3].warnings.at(0).find("metadata.labels[\"alibabacloud.com/gpu-card-model\"]"), std::string::npos);
+  EXPECT_NE(nodes[3].warnings.at(0).find("GPU memory unknown"), std::string::npos);
+  ASSERT_EQ(warnings.size(), 4u);
+  EXPECT_EQ(warnings[0].rfind("nodes.json: Node a: ", 0), 0u) << warnings[0];
+  // A catalog product never gets a pool, whatever its memory label says.
+  EXPECT_FALSE(cat.find_unknown_pool("NVIDIA-L4").has_value());
 }
 
 TEST(Kubectl, UnknownProductIsKeptButFlagged) {
@@ -99,6 +221,34 @@ TEST(Kubectl, UnknownProductIsKeptButFlagged) {
   EXPECT_EQ(nodes[0].spec.gpu_count, 2);
   EXPECT_FALSE(nodes[0].gpu_model_known);
   EXPECT_EQ(nodes[0].gpu_product, "Mystery-GPU");
+  EXPECT_NE(nodes[0].spec.gpu_model, model("P100"));
+  EXPECT_EQ(GpuCatalog::builtin().spec(nodes[0].spec.gpu_model).name, "Mystery-GPU");
+}
+
+TEST(Kubectl, GpusWithoutAProductLabelAreAnUnlabeledPool) {
+  K8sNode n = parse_node(json::parse(gpu_node_json("bare", R"("kubernetes.io/os":"linux")", 4)));
+  EXPECT_FALSE(n.gpu_model_known);
+  EXPECT_EQ(GpuCatalog::builtin().spec(n.spec.gpu_model).name, kUnlabeledGpuPool);
+  ASSERT_EQ(n.warnings.size(), 1u);
+  EXPECT_NE(n.warnings[0].find("no GPU product label"), std::string::npos) << n.warnings[0];
+  // No GPUs advertised: no pool, no warning.
+  K8sNode idle = parse_node(json::parse(
+      R"({"metadata":{"name":"idle","labels":{"nvidia.com/gpu.product":"Idle-Product-X"}},"status":{"allocatable":{"cpu":"8"}}})"));
+  EXPECT_EQ(idle.spec.gpu_count, 0);
+  EXPECT_TRUE(idle.warnings.empty());
+  EXPECT_FALSE(GpuCatalog::builtin().find_unknown_pool("Idle-Product-X").has_value());
+}
+
+TEST(Kubectl, RejectedNodeRegistersNoPool) {
+  std::vector<std::string> rejected;
+  auto nodes = parse_node_list(
+      R"({"items":[{"metadata":{"name":"bad","labels":{"nvidia.com/gpu.product":"Rejected-Product-Y"},
+        "annotations":{"gpupack.io/gpu-topology":"nvlink=0-9"}},
+        "status":{"allocatable":{"cpu":"8","nvidia.com/gpu":"2"}}}]})",
+      "nodes.json", &rejected);
+  EXPECT_TRUE(nodes.empty());
+  ASSERT_EQ(rejected.size(), 1u);
+  EXPECT_FALSE(GpuCatalog::builtin().find_unknown_pool("Rejected-Product-Y").has_value());
 }
 
 const char* kPods = R"({"apiVersion":"v1","kind":"List","items":[
@@ -164,6 +314,63 @@ TEST(Kubectl, ParsesPodsSummingContainers) {
   EXPECT_EQ(f.gpu_memory_mib, 20000);
 
   EXPECT_TRUE(pods[4].terminal());
+}
+
+K8sPod pod_with_annotations(const std::string& annotations_json) {
+  return parse_pod(json::parse(R"({"metadata":{"name":"p","namespace":"ns","annotations":{)" + annotations_json +
+                               R"(}},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})"));
+}
+
+std::string pod_error(const std::string& annotations_json) {
+  try {
+    pod_with_annotations(annotations_json);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Kubectl, PodModelConstraintsAcceptOpenbAnnotationAndLists) {
+  const ModelMask v100s = model_bit(model("V100M16")) | model_bit(model("V100M32"));
+  // openb writes the pod's allowed models '|'-separated on alibabacloud.com/gpu-card-model.
+  EXPECT_EQ(pod_with_annotations(R"("alibabacloud.com/gpu-card-model":"V100M16|V100M32")").request.allowed_models,
+            v100s);
+  EXPECT_EQ(pod_with_annotations(R"("alibabacloud.com/gpu-card-model":"P100")").request.allowed_models,
+            model_bit(model("P100")));
+  EXPECT_EQ(pod_with_annotations(R"("gpupack.io/gpu-models":"V100M16|V100M32")").request.allowed_models, v100s);
+  EXPECT_EQ(pod_with_annotations(R"("gpupack.io/gpu-models":" V100M16 | V100M32 ")").request.allowed_models, v100s);
+  // ',' and '|' mix; product strings name their model.
+  EXPECT_EQ(pod_with_annotations(R"("gpupack.io/gpu-models":"A100-80GB,NVIDIA-H100-80GB-HBM3|Tesla-T4")")
+                .request.allowed_models,
+            model_bit(model("A100-80GB")) | model_bit(model("H100-80GB")) | model_bit(model("T4")));
+  // Both given: both must hold.
+  EXPECT_EQ(pod_with_annotations(
+                R"("gpupack.io/gpu-models":"A100-80GB,V100M32","alibabacloud.com/gpu-card-model":"V100M16|V100M32")")
+                .request.allowed_models,
+            model_bit(model("V100M32")));
+  EXPECT_EQ(pod_with_annotations(R"("gpupack.io/gang-name":"g")").request.allowed_models, 0u);  // no constraint
+}
+
+TEST(Kubectl, PodModelConstraintWithAnUnknownNameIsAnError) {
+  std::string e = pod_error(R"("alibabacloud.com/gpu-card-model":"V100M16|RTX9090")");
+  EXPECT_NE(e.find("Pod ns/p: metadata.annotations[\"alibabacloud.com/gpu-card-model\"]"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown GPU model \"RTX9090\" in \"V100M16|RTX9090\""), std::string::npos) << e;
+  EXPECT_NE(e.find("known: P100"), std::string::npos) << e;
+
+  e = pod_error(R"("gpupack.io/gpu-models":"V100M16||V100M32")");
+  EXPECT_NE(e.find("metadata.annotations[\"gpupack.io/gpu-models\"]"), std::string::npos) << e;
+  EXPECT_NE(e.find("empty model name"), std::string::npos) << e;
+  EXPECT_NE(pod_error(R"("gpupack.io/gpu-models":"V100M16|")").find("empty model name"), std::string::npos);
+  // A near miss is not a model (no fuzzy match)...
+  EXPECT_NE(pod_error(R"("gpupack.io/gpu-models":"H100")").find("unknown GPU model \"H100\""), std::string::npos);
+  // ...and neither is an unknown-product pool, even once a node created it.
+  parse_node(json::parse(gpu_node_json("q", R"("nvidia.com/gpu.product":"Quadro-RTX-8000")", 1)));
+  ASSERT_TRUE(GpuCatalog::builtin().find_unknown_pool("Quadro-RTX-8000").has_value());
+  EXPECT_NE(pod_error(R"("gpupack.io/gpu-models":"Quadro-RTX-8000")").find("unknown GPU model \"Quadro-RTX-8000\""),
+            std::string::npos);
+
+  e = pod_error(R"("gpupack.io/gpu-models":"A100-80GB","alibabacloud.com/gpu-card-model":"V100M16|V100M32")");
+  EXPECT_NE(e.find("allow no model in common"), std::string::npos) << e;
 }
 
 TEST(Kubectl, SharedReplicasResolvePerNode) {
