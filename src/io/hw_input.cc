@@ -1,6 +1,7 @@
 #include "io/hw_input.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
@@ -62,6 +63,9 @@ YAML::Node load(const std::string& text, const std::string& source) {
   check_yaml_depth(text, source);
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // nesting by indentation, which the pre-scan does not measure
+    throw InputError(fmt::format("{}:{}: YAML nested too deeply (the parser stops at {} recursion steps)", source,
+                                 e.mark.line + 1, e.depth()));
   } catch (const YAML::ParserException& e) {
     throw InputError(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, error_text(e.msg)));
   }

@@ -106,7 +106,7 @@ TEST(BoundedInput, ErrorsOnAHugeLineQuoteOnlyAnExcerpt) {
       {"openb CSV field", [&] { read_openb_nodes(write(dir, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1,1,1," + big + "\n")); }},
       {"CSV duplicate column", [&] { CsvTable::read(write(dir, "h.csv", big + "," + big + "\n")); }},
       {"cluster YAML", [&] { read_hw_cluster(write(dir, "c.yaml", "node_pools: [{name: " + big + ", gpus: 0}]\n")); }},
-      {"cluster YAML unknown key", [&] { read_hw_cluster(write(dir, "d.yaml", "node_pools: [{" + big + ": 1}]\n")); }},
+      {"workload YAML value", [&] { read_hw_workload(write(dir, "w.yaml", "pods:\n  - {name: a, num_gpu: " + big + "}\n")); }},
       {"DCGM text", [&] { parse_prometheus_text("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 1 2 " + big + "\n", "dcgm.txt"); }},
       {"DCGM value", [&] { parse_prometheus_text("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 1" + big + "\n", "dcgm.txt"); }},
       {"snapshot JSON", [&] { parse_snapshot("{\"format\":\"" + big + "\"}", "state.json"); }},
@@ -134,6 +134,12 @@ TEST(BoundedInput, DeepYamlAndDeepJsonInEveryReaderAreRefusedBeforeParsing) {
     EXPECT_NE(msg.find("YAML nested more than " + std::to_string(kMaxInputDepth) + " levels deep"),
               std::string::npos) << msg.substr(0, 300);
   }
+  // Nesting by indentation (quadratic in size, so 3000 levels) is left to yaml-cpp's guard.
+  std::string indented = "node_pools:\n";
+  for (int i = 0; i < 3000; ++i) indented += std::string(static_cast<size_t>(i), ' ') + "- \n";
+  const std::string msg = error_of([&] { read_hw_cluster(write(dir, "indent.yaml", indented)); });
+  EXPECT_NE(msg.find("indent.yaml:"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("YAML nested too deeply"), std::string::npos) << msg;
   EXPECT_NE(error_of([&] { parse_snapshot("{\"nodes\":" + kDeepArray + "}", "state.json"); }).find("state.json:1: JSON nested"),
             std::string::npos);
   EXPECT_NE(error_of([&] { read_trace_json(write(dir, "t.json", "{\"events\":" + kDeepArray + "}")); }).find("JSON nested"),
