@@ -9,12 +9,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "util/strings.h"
+
 namespace gpupack {
 namespace {
 
 [[noreturn]] void bad(std::string_view key, std::string_view value, std::string_view why) {
   throw std::invalid_argument(
-      fmt::format("alloc conf: key '{}' value '{}': {}", key, value, why));
+      fmt::format("alloc conf: key '{}' value '{}': {}", excerpt(key), excerpt(value), why));
 }
 
 std::uint64_t parse_uint(std::string_view key, std::string_view value) {
@@ -123,14 +125,14 @@ AllocConfig parse_alloc_conf(std::string_view text) {
       cur.push_back(c);
     }
   }
-  if (depth != 0) throw std::invalid_argument(fmt::format("alloc conf '{}': unbalanced brackets", text));
+  if (depth != 0) throw std::invalid_argument(fmt::format("alloc conf '{}': unbalanced brackets", excerpt(text)));
   if (!cur.empty() || !items.empty()) items.push_back(cur);
 
   for (const std::string& item : items) {
-    if (item.empty()) throw std::invalid_argument(fmt::format("alloc conf '{}': empty entry", text));
+    if (item.empty()) throw std::invalid_argument(fmt::format("alloc conf '{}': empty entry", excerpt(text)));
     std::size_t colon = item.find(':');
     if (colon == std::string::npos) {
-      throw std::invalid_argument(fmt::format("alloc conf '{}': entry '{}' is not key:value", text, item));
+      throw std::invalid_argument(fmt::format("alloc conf '{}': entry '{}' is not key:value", excerpt(text), excerpt(item)));
     }
     std::string_view key = std::string_view(item).substr(0, colon);
     std::string_view value = std::string_view(item).substr(colon + 1);
@@ -178,7 +180,7 @@ AllocConfig parse_alloc_conf(std::string_view text) {
 std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   auto fail = [&] {
     throw std::invalid_argument(fmt::format(
-        "{}: '{}' is not a byte count (examples: 81920, 512MiB, 80GiB, 2GB)", what, text));
+        "{}: '{}' is not a byte count (examples: 81920, 512MiB, 80GiB, 2GB)", what, excerpt(text)));
   };
   std::size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;

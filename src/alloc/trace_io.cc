@@ -10,18 +10,16 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "util/files.h"
+#include "util/nesting.h"
+#include "util/strings.h"
+
 namespace gpupack {
 namespace {
 
 [[noreturn]] void fail(const std::string& msg) { throw std::runtime_error(msg); }
 
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(fmt::format("{}: cannot open trace file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_all(const std::string& path) { return read_file_bounded(path); }
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
@@ -43,10 +41,14 @@ bool parse_int(std::string_view s, T& out) {
 
 nlohmann::json parse_json_file(const std::string& path) {
   std::string text = read_all(path);
+  check_json_depth(text, path);  // a deeper tree would be recursed into
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers too large
-    fail(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  } catch (const nlohmann::json::parse_error& e) {
+    fail(fmt::format("{}: invalid JSON: {} (near: '{}')", path, error_text(e.what()),
+                     excerpt_around(text, e.byte > 0 ? e.byte - 1 : 0)));
+  } catch (const nlohmann::json::exception& e) {  // out_of_range for numbers too large
+    fail(fmt::format("{}: invalid JSON: {}", path, error_text(e.what())));
   }
 }
 
@@ -117,19 +119,19 @@ Trace read_trace_csv(const std::string& path) {
     if (n != 5) fail(fmt::format("{}:{}: expected 5 fields (time_us,action,id,size_bytes,stream), got {}", path, line_no, n));
     TraceEvent e;
     if (!fields[0].empty() && !parse_int(fields[0], e.time_us)) {
-      fail(fmt::format("{}:{}: field time_us: '{}' is not an integer", path, line_no, fields[0]));
+      fail(fmt::format("{}:{}: field time_us: '{}' is not an integer", path, line_no, excerpt(fields[0])));
     }
     if (fields[1] == "alloc") e.action = TraceAction::kAlloc;
     else if (fields[1] == "free") e.action = TraceAction::kFree;
-    else fail(fmt::format("{}:{}: field action: '{}' is not alloc or free", path, line_no, fields[1]));
-    if (!parse_int(fields[2], e.id)) fail(fmt::format("{}:{}: field id: '{}' is not a non-negative integer", path, line_no, fields[2]));
+    else fail(fmt::format("{}:{}: field action: '{}' is not alloc or free", path, line_no, excerpt(fields[1])));
+    if (!parse_int(fields[2], e.id)) fail(fmt::format("{}:{}: field id: '{}' is not a non-negative integer", path, line_no, excerpt(fields[2])));
     if (e.action == TraceAction::kAlloc) {
       if (!parse_int(fields[3], e.size_bytes) || e.size_bytes == 0) {
-        fail(fmt::format("{}:{}: field size_bytes: '{}' is not a positive integer", path, line_no, fields[3]));
+        fail(fmt::format("{}:{}: field size_bytes: '{}' is not a positive integer", path, line_no, excerpt(fields[3])));
       }
     }
     if (!fields[4].empty() && !parse_int(fields[4], e.stream)) {
-      fail(fmt::format("{}:{}: field stream: '{}' is not an integer", path, line_no, fields[4]));
+      fail(fmt::format("{}:{}: field stream: '{}' is not an integer", path, line_no, excerpt(fields[4])));
     }
     trace.events.push_back(e);
     lines.push_back(line_no);
@@ -228,7 +230,7 @@ Trace read_trace_json(const std::string& path, int device) {
     const auto action = ev.value("action", std::string{});
     if (action == "alloc") e.action = TraceAction::kAlloc;
     else if (action == "free") e.action = TraceAction::kFree;
-    else fail(where("action") + fmt::format(": '{}' is not alloc or free", action));
+    else fail(where("action") + fmt::format(": '{}' is not alloc or free", excerpt(action)));
     if (!ev.contains("id") || !ev["id"].is_number_unsigned()) fail(where("id") + ": missing or not a non-negative integer");
     e.id = ev["id"].get<std::uint64_t>();
     if (ev.contains("time_us")) {

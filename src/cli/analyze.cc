@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "io/dcgm.h"
 #include "io/kubectl.h"
+#include "util/files.h"
 
 namespace gpupack::cli {
 namespace {
@@ -25,11 +26,7 @@ void run_analyze(const AnalyzeFlags& f) {
   auto pods = read_pod_list_file(f.pods);
   std::optional<DcgmObservations> obs;
   if (!f.dcgm.empty()) {
-    std::ifstream in(f.dcgm, std::ios::binary);
-    if (!in) throw std::invalid_argument(fmt::format("{}: cannot open", f.dcgm));
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    obs = observe_dcgm(parse_prometheus_text(ss.str(), f.dcgm), f.dcgm);
+    obs = observe_dcgm(parse_prometheus_text(read_file_bounded(f.dcgm), f.dcgm), f.dcgm);
   }
   AnalysisReport r = analyze_cluster(nodes, pods, obs ? &*obs : nullptr);
   const std::string text = f.format == "json" ? to_json(r).dump(2) + "\n" : format_text(r);

@@ -4,12 +4,20 @@
 #include <CLI/CLI.hpp>
 #include <exception>
 
+#include "alloc/alloc_config.h"
 #include "cli/commands.h"
+#include "util/files.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpupack: pack GPU workloads onto GPUs and nodes with little stranded capacity"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpupack 0.1.0");
+  // Global: the size cap of every input file (before or after the subcommand).
+  app.fallthrough();
+  app.add_option_function<std::string>(
+      "--max-input-bytes",
+      [](const std::string& v) { gpupack::set_max_input_bytes(gpupack::parse_bytes(v, "--max-input-bytes")); },
+      "largest input file any reader accepts, e.g. 4GiB (default 1GiB)");
   gpupack::cli::add_simulate_command(app);
   gpupack::cli::add_allocsim_command(app);
   gpupack::cli::add_probe_command(app);

@@ -22,6 +22,7 @@
 #include "server/http_server.h"
 #include "server/kube_client.h"
 #include "server/metrics.h"
+#include "util/files.h"
 
 namespace gpupack::cli {
 namespace {
@@ -60,13 +61,7 @@ std::pair<std::string, int> split_listen(const std::string& flag, const std::str
   return {host, port};
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string read_text(const std::string& path) { return read_file_bounded(path); }
 
 std::vector<nlohmann::json> raw_items(const std::string& text, const std::string& source) {
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);

@@ -10,6 +10,9 @@
 #include <unordered_map>
 
 #include "io/input_error.h"
+#include "util/files.h"
+#include "util/nesting.h"
+#include "util/strings.h"
 
 namespace gpupack {
 
@@ -39,6 +42,15 @@ json pod_json(const std::string& name, const PodMoveInfo& info, const Request& r
   return j;
 }
 
+// What an error quotes of a value: a scalar's excerpt, or the kind and size of
+// a container (never a dump: that copies the value whole).
+std::string value_excerpt(const json& v) {
+  if (v.is_object()) return fmt::format("an object of {} members", v.size());
+  if (v.is_array()) return fmt::format("an array of {} elements", v.size());
+  if (v.is_string()) return "\"" + excerpt(v.get_ref<const std::string&>()) + "\"";
+  return v.dump();  // number, boolean or null: short
+}
+
 // Typed field access with errors that name the file and JSON path.
 class Reader {
  public:
@@ -54,7 +66,7 @@ class Reader {
   }
   int64_t integer(const json& obj, const std::string& where, const char* key, int64_t lo, int64_t hi) const {
     const json& v = need(obj, where, key);
-    if (!v.is_number_integer()) fail(where + "." + key, fmt::format("expected an integer (value {})", v.dump()));
+    if (!v.is_number_integer()) fail(where + "." + key, fmt::format("expected an integer (value {})", value_excerpt(v)));
     const int64_t x = v.get<int64_t>();
     if (x < lo || x > hi) fail(where + "." + key, fmt::format("value {} is outside {}..{}", x, lo, hi));
     return x;
@@ -62,7 +74,7 @@ class Reader {
   std::string string(const json& obj, const std::string& where, const char* key) const {
     const json& v = need(obj, where, key);
     if (!v.is_string() || v.get<std::string>().empty())
-      fail(where + "." + key, fmt::format("expected a non-empty string (value {})", v.dump()));
+      fail(where + "." + key, fmt::format("expected a non-empty string (value {})", value_excerpt(v)));
     return v.get<std::string>();
   }
   template <class T>
@@ -72,12 +84,12 @@ class Reader {
     try {
       return it->get<T>();
     } catch (const json::exception&) {
-      fail(where + "." + key, fmt::format("wrong type (value {})", it->dump()));
+      fail(where + "." + key, fmt::format("wrong type (value {})", value_excerpt(*it)));
     }
   }
   GpuModelId model(const std::string& name, const std::string& where) const {
     auto id = GpuCatalog::builtin().find(name);
-    if (!id) fail(where, fmt::format("unknown GPU model '{}' (known: {})", name, GpuCatalog::builtin().known_names()));
+    if (!id) fail(where, fmt::format("unknown GPU model '{}' (known: {})", excerpt(name), GpuCatalog::builtin().known_names()));
     return *id;
   }
 
@@ -112,7 +124,7 @@ ParsedPod parse_pod(const Reader& rd, const json& j, const std::string& where) {
     for (size_t k = 0; k < it->size(); ++k) {
       const json& m = (*it)[k];
       const std::string at = fmt::format("{}.allowed_models[{}]", where, k);
-      if (!m.is_string()) rd.fail(at, fmt::format("expected a string (value {})", m.dump()));
+      if (!m.is_string()) rd.fail(at, fmt::format("expected a string (value {})", value_excerpt(m)));
       p.request.allowed_models |= model_bit(rd.model(m.get<std::string>(), at));
     }
   }
@@ -152,27 +164,23 @@ void write_snapshot(const std::string& path, const ClusterState& state, const Po
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path));
 }
 
-Snapshot read_snapshot(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the state file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_snapshot(ss.str(), path);
-}
+Snapshot read_snapshot(const std::string& path) { return parse_snapshot(read_file_bounded(path), path); }
 
 Snapshot parse_snapshot(const std::string& text, const std::string& source) {
   const Reader rd(source);
   json j;
+  check_json_depth(text, source);  // a deeper tree would be recursed into
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: malformed JSON at byte {}: {}", source, e.byte, e.what()));
+    throw InputError(fmt::format("{}: malformed JSON at byte {}: {} (near: '{}')", source, e.byte, error_text(e.what()),
+                                 excerpt_around(text, e.byte > 0 ? e.byte - 1 : 0)));
   } catch (const json::exception& e) {  // out_of_range: a number too large
-    throw InputError(fmt::format("{}: malformed JSON: {}", source, e.what()));
+    throw InputError(fmt::format("{}: malformed JSON: {}", source, error_text(e.what())));
   }
   if (!j.is_object()) rd.fail("(top level)", "expected an object");
   const std::string format = rd.string(j, "(top level)", "format");
-  if (format != kFormat) rd.fail("format", fmt::format("unknown format '{}' (expected '{}')", format, kFormat));
+  if (format != kFormat) rd.fail("format", fmt::format("unknown format '{}' (expected '{}')", excerpt(format), kFormat));
 
   std::vector<NodeSpec> nodes;
   std::unordered_map<std::string, int> node_index;
@@ -187,14 +195,14 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
     s.gpu_count = static_cast<int32_t>(rd.integer(jn[i], where, "gpus", 0, kMaxGpusPerNode));
     if (s.gpu_count > 0) s.gpu_model = rd.model(rd.string(jn[i], where, "gpu_model"), where + ".gpu_model");
     if (!node_index.emplace(s.name, static_cast<int>(i)).second)
-      rd.fail(where + ".name", fmt::format("duplicate node name '{}'", s.name));
+      rd.fail(where + ".name", fmt::format("duplicate node name '{}'", excerpt(s.name)));
     nodes.push_back(std::move(s));
   }
   Snapshot out{ClusterState(nodes), {}, {}, {}};
   std::set<std::pair<std::string, std::string>> pod_names;
   auto check_name = [&](const PodMoveInfo& info, const std::string& where) {
     if (!pod_names.emplace(info.ns, info.name).second)
-      rd.fail(where + ".name", fmt::format("duplicate pod '{}/{}'", info.ns, info.name));
+      rd.fail(where + ".name", fmt::format("duplicate pod '{}/{}'", excerpt(info.ns), excerpt(info.name)));
   };
   const json& jp = rd.need(j, "(top level)", "pods");
   if (!jp.is_array()) rd.fail("pods", "expected an array");
@@ -204,16 +212,16 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
     check_name(p.info, where);
     const std::string node = rd.string(jp[i], where, "node");
     auto it = node_index.find(node);
-    if (it == node_index.end()) rd.fail(where + ".node", fmt::format("unknown node '{}'", node));
+    if (it == node_index.end()) rd.fail(where + ".node", fmt::format("unknown node '{}'", excerpt(node)));
     Assignment a{NodeId{it->second}, 0, p.request.gpu_count > 0 ? p.request.gpu_milli : 0};
     const json& gpus = rd.need(jp[i], where, "gpus");
     if (!gpus.is_array()) rd.fail(where + ".gpus", "expected an array of GPU indices");
     for (size_t k = 0; k < gpus.size(); ++k) {
       const std::string at = fmt::format("{}.gpus[{}]", where, k);
-      if (!gpus[k].is_number_integer()) rd.fail(at, fmt::format("expected an integer (value {})", gpus[k].dump()));
+      if (!gpus[k].is_number_integer()) rd.fail(at, fmt::format("expected an integer (value {})", value_excerpt(gpus[k])));
       const int64_t g = gpus[k].get<int64_t>();
       if (g < 0 || g >= nodes[it->second].gpu_count)
-        rd.fail(at, fmt::format("GPU {} does not exist on node '{}' ({} GPUs)", g, node, nodes[it->second].gpu_count));
+        rd.fail(at, fmt::format("GPU {} does not exist on node '{}' ({} GPUs)", g, excerpt(node), nodes[it->second].gpu_count));
       if (a.gpu_mask & (1u << g)) rd.fail(at, fmt::format("GPU {} listed twice", g));
       a.gpu_mask |= 1u << g;
     }
@@ -221,7 +229,7 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
       rd.fail(where + ".gpus", fmt::format("{} GPUs listed for a pod of gpu_count {}", a.gpu_count(), p.request.gpu_count));
     const PodId id{static_cast<int32_t>(i)};
     Status st = out.state.bind(id, p.request, a);
-    if (!st.is_ok()) rd.fail(where, fmt::format("pod '{}' does not fit where it is bound: {}", p.info.name, st.message));
+    if (!st.is_ok()) rd.fail(where, fmt::format("pod '{}' does not fit where it is bound: {}", excerpt(p.info.name), st.message));
     out.infos.push_back(std::move(p.info));
   }
   if (auto it = j.find("pending"); it != j.end()) {
@@ -239,7 +247,7 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
     if (!it->is_object()) rd.fail("disruption_budgets", "expected an object of group: max_unavailable");
     for (auto& [group, v] : it->items()) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0)
-        rd.fail("disruption_budgets." + group, fmt::format("expected a non-negative integer (value {})", v.dump()));
+        rd.fail("disruption_budgets." + excerpt(group), fmt::format("expected a non-negative integer (value {})", value_excerpt(v)));
       out.max_unavailable[group] = static_cast<int>(v.get<int64_t>());
     }
   }

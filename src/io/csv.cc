@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
-
 #include "io/input_error.h"
+#include "util/files.h"
+#include "util/strings.h"
 
 namespace gpupack {
 namespace {
@@ -60,11 +59,7 @@ bool next_record(std::string_view text, size_t& pos, int& line, std::vector<std:
 }  // namespace
 
 CsvTable CsvTable::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse(buf.str(), path);
+  return parse(read_file_bounded(path), path);
 }
 
 CsvTable CsvTable::parse(std::string_view text, const std::string& source_name) {
@@ -82,7 +77,7 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& source_name) 
     t.header_ = rec;
     for (size_t i = 0; i < rec.size(); ++i) {
       if (!t.index_.emplace(rec[i], static_cast<int>(i)).second)
-        throw InputError(fmt::format("{}:{}: duplicate column '{}'", source_name, rec_line, rec[i]));
+        throw InputError(fmt::format("{}:{}: duplicate column '{}'", source_name, rec_line, excerpt(rec[i])));
     }
     break;
   }
@@ -93,7 +88,7 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& source_name) 
     if (rec.size() != t.header_.size())
       throw InputError(fmt::format("{}:{}: {} fields, header has {}", source_name, rec_line, rec.size(),
                                    t.header_.size()));
-    t.rows_.push_back(Row{rec_line, rec});
+    t.rows_.push_back(Row{rec_line, std::move(rec)});
   }
   return t;
 }
@@ -108,15 +103,15 @@ std::optional<int> CsvTable::find_column(std::string_view name) const {
 
 int CsvTable::column(std::string_view name) const {
   auto c = find_column(name);
-  if (!c) throw InputError(fmt::format("{}:1: missing column '{}'", source_, name));
+  if (!c) throw InputError(fmt::format("{}:1: missing column '{}'", source_, excerpt(name)));
   return *c;
 }
 
 const std::string& CsvTable::field(const Row& row, int column) const { return row.fields[column]; }
 
 void CsvTable::fail(const Row& row, int column, const std::string& what) const {
-  throw InputError(fmt::format("{}:{}: column '{}': {} (value '{}')", source_, row.line, header_[column], what,
-                               row.fields[column]));
+  throw InputError(fmt::format("{}:{}: column '{}': {} (value '{}')", source_, row.line, excerpt(header_[column]),
+                               excerpt(what, 300), excerpt(row.fields[column])));
 }
 
 int64_t CsvTable::int_field(const Row& row, int column, int64_t min_value, int64_t max_value) const {

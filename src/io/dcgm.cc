@@ -9,6 +9,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "util/strings.h"
+
 namespace gpupack {
 namespace {
 
@@ -78,12 +80,12 @@ class LineParser {
       }
       std::string name = label_name();
       skip_blanks();
-      if (peek() != '=') fail(fmt::format("expected '=' after label {}", name));
+      if (peek() != '=') fail(fmt::format("expected '=' after label {}", excerpt(name)));
       ++i_;
       skip_blanks();
       std::string value = quoted();
       for (const auto& [k, v] : out) {
-        if (k == name) fail(fmt::format("label {} given twice", name));
+        if (k == name) fail(fmt::format("label {} given twice", excerpt(name)));
       }
       out.emplace_back(std::move(name), std::move(value));
       skip_blanks();
@@ -110,13 +112,13 @@ class LineParser {
       if (c >= '0' && c <= '9') {
         digit = true;
       } else if (c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-') {
-        fail(fmt::format("invalid sample value \"{}\"", tok));
+        fail(fmt::format("invalid sample value \"{}\"", excerpt(tok)));
       }
     }
     std::string text(tok);
     char* end = nullptr;
     double v = std::strtod(text.c_str(), &end);
-    if (!digit || end != text.c_str() + text.size()) fail(fmt::format("invalid sample value \"{}\"", tok));
+    if (!digit || end != text.c_str() + text.size()) fail(fmt::format("invalid sample value \"{}\"", excerpt(tok)));
     return v;
   }
 
@@ -127,10 +129,10 @@ class LineParser {
       neg = true;
       ++j;
     }
-    if (j >= tok.size() || tok.size() - j > 18) fail(fmt::format("invalid timestamp \"{}\"", tok));
+    if (j >= tok.size() || tok.size() - j > 18) fail(fmt::format("invalid timestamp \"{}\"", excerpt(tok)));
     int64_t v = 0;
     for (; j < tok.size(); ++j) {
-      if (tok[j] < '0' || tok[j] > '9') fail(fmt::format("invalid timestamp \"{}\"", tok));
+      if (tok[j] < '0' || tok[j] > '9') fail(fmt::format("invalid timestamp \"{}\"", excerpt(tok)));
       v = v * 10 + (tok[j] - '0');
     }
     return neg ? -v : v;
@@ -235,8 +237,8 @@ PromScrape parse_prometheus_text(std::string_view text, std::string_view source)
         p.skip_blanks();
         static const std::set<std::string, std::less<>> kTypes = {"counter", "gauge", "histogram", "summary",
                                                                   "untyped"};
-        if (kTypes.count(type) == 0 || !p.at_end()) p.fail(fmt::format("invalid TYPE \"{}\" for {}", type, name));
-        if (!out.types.emplace(name, type).second) p.fail(fmt::format("second TYPE line for {}", name));
+        if (kTypes.count(type) == 0 || !p.at_end()) p.fail(fmt::format("invalid TYPE \"{}\" for {}", excerpt(type), excerpt(name)));
+        if (!out.types.emplace(name, type).second) p.fail(fmt::format("second TYPE line for {}", excerpt(name)));
       }
       continue;
     }
@@ -252,16 +254,16 @@ PromScrape parse_prometheus_text(std::string_view text, std::string_view source)
     }
     if (!p.at_end() && !spaced) p.fail("expected a space before the value");
     std::string_view value_tok = p.token();
-    if (value_tok.empty()) p.fail(fmt::format("sample {} has no value", s.name));
+    if (value_tok.empty()) p.fail(fmt::format("sample {} has no value", excerpt(s.name)));
     s.value = p.value(value_tok);
     p.skip_blanks();
     if (!p.at_end()) {
       s.timestamp_ms = p.timestamp(p.token());
       p.skip_blanks();
-      if (!p.at_end()) p.fail(fmt::format("unexpected text after the timestamp: \"{}\"", p.rest()));
+      if (!p.at_end()) p.fail(fmt::format("unexpected text after the timestamp: \"{}\"", excerpt(p.rest())));
     }
     auto [it, fresh] = seen.emplace(series_key(s), number);
-    if (!fresh) p.fail(fmt::format("series {} already given on line {}", s.name, it->second));
+    if (!fresh) p.fail(fmt::format("series {} already given on line {}", excerpt(s.name), it->second));
     out.samples.push_back(std::move(s));
   }
   return out;
@@ -285,20 +287,20 @@ DcgmObservations observe_dcgm(const PromScrape& scrape, std::string_view source)
     bool is_dcgm = s.name.rfind("DCGM_FI_", 0) == 0 || s.name.rfind("dcgm_", 0) == 0;
     if (!is_dcgm) continue;
     auto fail = [&](std::string_view what) {
-      throw std::invalid_argument(fmt::format("{}:{}: {} {}", source, s.line, s.name, what));
+      throw std::invalid_argument(fmt::format("{}:{}: {} {}", source, s.line, excerpt(s.name), what));
     };
     GpuEntityKey key;
     const std::string* gpu = s.label("gpu");
     if (gpu == nullptr) fail("has no gpu label");
     key.gpu = small_int(*gpu);
-    if (key.gpu < 0) fail(fmt::format("has gpu=\"{}\", not a GPU index", *gpu));
+    if (key.gpu < 0) fail(fmt::format("has gpu=\"{}\", not a GPU index", excerpt(*gpu)));
     if (const std::string* v = first_label(s, {"Hostname", "hostname"})) key.hostname = *v;
     if (const std::string* v = first_label(s, {"UUID", "uuid"})) key.uuid = *v;
     std::string profile;
     if (const std::string* v = s.label("GPU_I_PROFILE")) profile = *v;
     if (const std::string* v = s.label("GPU_I_ID"); v != nullptr && !v->empty()) {
       key.gpu_instance = small_int(*v);
-      if (key.gpu_instance < 0) fail(fmt::format("has GPU_I_ID=\"{}\", not an instance id", *v));
+      if (key.gpu_instance < 0) fail(fmt::format("has GPU_I_ID=\"{}\", not an instance id", excerpt(*v)));
     }
 
     DcgmGpuObservation& g = gpus[key];

@@ -1,29 +1,26 @@
 #include "io/hw_input.h"
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "io/csv.h"
 #include "io/input_error.h"
 #include "io/openb.h"
 #include "mig/mig_geometry.h"
 #include "model/cluster_state.h"
+#include "util/files.h"
+#include "util/nesting.h"
+#include "util/strings.h"
 
 namespace gpupack {
 namespace {
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// YAML files only (CSV workloads go through CsvTable::read).
+std::string slurp(const std::string& path) { return read_file_bounded(path, max_yaml_input_bytes()); }
 
 // Error helper bound to a source name.
 struct Src {
@@ -37,7 +34,7 @@ struct Src {
     try {
       return n.as<T>();
     } catch (const YAML::Exception&) {
-      fail(n, fmt::format("field '{}': bad value '{}'", key, n.IsScalar() ? n.Scalar() : std::string("(not a scalar)")));
+      fail(n, fmt::format("field '{}': bad value '{}'", key, n.IsScalar() ? excerpt(n.Scalar()) : std::string("(not a scalar)")));
     }
   }
   int64_t integer(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
@@ -54,17 +51,23 @@ struct Src {
       if (!known) {
         std::string list;
         for (const char* x : keys) list += (list.empty() ? "" : ", ") + std::string(x);
-        fail(kv.first, fmt::format("{}: unknown field '{}' (known: {})", what, k, list));
+        fail(kv.first, fmt::format("{}: unknown field '{}' (known: {})", what, excerpt(k), list));
       }
     }
   }
 };
 
+// Refuses flow collections nested deeper than kMaxInputDepth before yaml-cpp
+// (which recurses per level) sees them; its own depth guard stops the rest.
 YAML::Node load(const std::string& text, const std::string& source) {
+  check_yaml_depth(text, source);
   try {
     return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {  // nesting by indentation, which the pre-scan does not measure
+    throw InputError(fmt::format("{}:{}: YAML nested too deeply (the parser stops at {} recursion steps)", source,
+                                 e.mark.line + 1, e.depth()));
   } catch (const YAML::ParserException& e) {
-    throw InputError(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, e.msg));
+    throw InputError(fmt::format("{}:{}: YAML syntax error: {}", source, e.mark.line + 1, error_text(e.msg)));
   }
 }
 
@@ -94,15 +97,15 @@ void parse_instances(const Src& src, const YAML::Node& list, const MigGeometry& 
       text.pop_back();
     }
     const size_t at = text.find('@');
-    if (at == std::string::npos) src.fail(item, fmt::format("mig_layout: '{}' is not 'profile@start'", text));
+    if (at == std::string::npos) src.fail(item, fmt::format("mig_layout: '{}' is not 'profile@start'", excerpt(text)));
     const auto p = geo.find(text.substr(0, at));
     if (!p) src.fail(item, fmt::format("mig_layout: unknown {} profile '{}' (known: {})", geo.model_name,
-                                       text.substr(0, at), geo.profile_names()));
+                                       excerpt(text.substr(0, at)), geo.profile_names()));
     int start = -1;
     try {
       start = std::stoi(text.substr(at + 1));
     } catch (...) {
-      src.fail(item, fmt::format("mig_layout: bad start in '{}'", text));
+      src.fail(item, fmt::format("mig_layout: bad start in '{}'", excerpt(text)));
     }
     gpu.mig_layout.push_back({*p, start});
     in_use.push_back(busy);
@@ -129,14 +132,14 @@ HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
     const int gpus = pool["gpus"] ? static_cast<int>(src.integer(pool["gpus"], "gpus", 0, kMaxGpusPerNode)) : 0;
     GpuModelId model = 0;
     if (gpus > 0) {
-      if (!pool["model"]) src.fail(pool, fmt::format("node pool '{}': 'model' is required with GPUs", name));
+      if (!pool["model"]) src.fail(pool, fmt::format("node pool '{}': 'model' is required with GPUs", excerpt(name)));
       const std::string m = src.as<std::string>(pool["model"], "model");
       const auto id = GpuCatalog::builtin().find(m);
-      if (!id) src.fail(pool["model"], fmt::format("unknown GPU model '{}' (known: {})", m, GpuCatalog::builtin().known_names()));
+      if (!id) src.fail(pool["model"], fmt::format("unknown GPU model '{}' (known: {})", excerpt(m), GpuCatalog::builtin().known_names()));
       model = *id;
     }
     if (!pool["cpu_milli"] || !pool["memory_mib"])
-      src.fail(pool, fmt::format("node pool '{}': 'cpu_milli' and 'memory_mib' are required", name));
+      src.fail(pool, fmt::format("node pool '{}': 'cpu_milli' and 'memory_mib' are required", excerpt(name)));
     NodeSpec base{name, src.integer(pool["cpu_milli"], "cpu_milli", 0, int64_t{1} << 40),
                   src.integer(pool["memory_mib"], "memory_mib", 0, int64_t{1} << 40), gpus, model};
     if (const YAML::Node numa = pool["numa"]) {
@@ -172,13 +175,13 @@ HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
       per_gpu(src, pool["mode"], gpus, "mode", [&](int g, const YAML::Node& v) {
         const std::string m = src.as<std::string>(v, "mode");
         if (!parse_gpu_mode(m, &base.gpus[g].mode))
-          src.fail(v, fmt::format("mode: unknown '{}' (known: shared, exclusive, time-slice, mps, mig)", m));
+          src.fail(v, fmt::format("mode: unknown '{}' (known: shared, exclusive, time-slice, mps, mig)", excerpt(m)));
       });
       const GpuModelSpec& spec = GpuCatalog::builtin().spec(model);
       for (int g = 0; g < gpus; ++g) {
         GpuSetup& s = base.gpus[static_cast<size_t>(g)];
         if (s.mode == GpuMode::kMps) {
-          if (!pool["mps_replicas"]) src.fail(pool, fmt::format("node pool '{}': MPS GPUs need 'mps_replicas'", name));
+          if (!pool["mps_replicas"]) src.fail(pool, fmt::format("node pool '{}': MPS GPUs need 'mps_replicas'", excerpt(name)));
           s.mps_replicas = static_cast<int32_t>(src.integer(pool["mps_replicas"], "mps_replicas", 2, spec.mps_max_clients()));
         }
         if (s.mode == GpuMode::kTimeSlice && pool["oversubscription"]) {
@@ -187,7 +190,7 @@ HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
             src.fail(pool["oversubscription"], fmt::format("oversubscription {} is outside 1..64", s.oversubscription));
         }
         if (s.mode == GpuMode::kMig && !mig_geometry(model))
-          src.fail(pool["mode"], fmt::format("node pool '{}': {} is not MIG-capable", name, spec.name));
+          src.fail(pool["mode"], fmt::format("node pool '{}': {} is not MIG-capable", excerpt(name), spec.name));
       }
       if (const YAML::Node layout = pool["mig_layout"]) {
         const MigGeometry* geo = mig_geometry(model);
@@ -200,7 +203,7 @@ HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
           GpuSetup& s = base.gpus[static_cast<size_t>(g)];
           const YAML::Node item = per ? layout[static_cast<size_t>(g)] : layout;
           if (item.IsScalar()) {
-            if (item.Scalar() != "dynamic") src.fail(item, fmt::format("mig_layout: '{}' is not 'dynamic' or a list", item.Scalar()));
+            if (item.Scalar() != "dynamic") src.fail(item, fmt::format("mig_layout: '{}' is not 'dynamic' or a list", excerpt(item.Scalar())));
             continue;
           }
           if (s.mode != GpuMode::kMig) {
@@ -367,10 +370,10 @@ Workload parse_hw_workload_yaml(const std::string& text, const std::string& sour
       try {
         set_hw_field(r, key, value);
       } catch (const std::invalid_argument& e) {
-        src.fail(v, fmt::format("field '{}': {} (value '{}')", key, e.what(), value));
+        src.fail(v, fmt::format("field '{}': {} (value '{}')", excerpt(key), error_text(e.what()), excerpt(value)));
       }
     }
-    if (std::string err = r.validate(); !err.empty()) src.fail(pod, fmt::format("pod '{}': {}", name, err));
+    if (std::string err = r.validate(); !err.empty()) src.fail(pod, fmt::format("pod '{}': {}", excerpt(name), err));
     const int count = pod["count"] ? static_cast<int>(src.integer(pod["count"], "count", 1, 1000000)) : 1;
     for (int i = 0; i < count; ++i) {
       w.names.push_back(count == 1 ? name : fmt::format("{}-{}", name, i));
@@ -442,12 +445,12 @@ MigDemand read_mig_demand(const std::string& path) {
   for (const auto& m : root["demand"]) {
     const std::string model = m.first.Scalar();
     const MigGeometry* geo = mig_geometry(model);
-    if (!geo) src.fail(m.first, fmt::format("'{}' is not a MIG-capable GPU model", model));
-    if (!m.second.IsMap()) src.fail(m.second, fmt::format("demand for {}: expected {{profile: count}}", model));
+    if (!geo) src.fail(m.first, fmt::format("'{}' is not a MIG-capable GPU model", excerpt(model)));
+    if (!m.second.IsMap()) src.fail(m.second, fmt::format("demand for {}: expected {{profile: count}}", excerpt(model)));
     for (const auto& p : m.second) {
       const std::string profile = p.first.Scalar();
       const auto idx = geo->find(profile);
-      if (!idx) src.fail(p.first, fmt::format("unknown {} profile '{}' (known: {})", geo->model_name, profile, geo->profile_names()));
+      if (!idx) src.fail(p.first, fmt::format("unknown {} profile '{}' (known: {})", geo->model_name, excerpt(profile), geo->profile_names()));
       d[geo->model][geo->profile(*idx).name] += static_cast<int>(src.integer(p.second, profile, 0, 100000));
     }
   }

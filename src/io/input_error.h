@@ -1,19 +1,5 @@
-// InputError: bad input, with where and what.
-//
-// Contract: thrown by readers for malformed files; the message names the file,
-// the line (1-based, counting the header) and column where known, and the
-// offending value. Readers build their result in local storage and return it
-// only when the whole input is valid, so a throw leaves nothing half-loaded.
+// InputError: bad input, with where and what (defined in util/input_error.h,
+// where the bounded file reader also throws it).
 #pragma once
 
-#include <stdexcept>
-#include <string>
-
-namespace gpupack {
-
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace gpupack
+#include "util/input_error.h"

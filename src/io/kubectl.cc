@@ -12,6 +12,8 @@
 #include <stdexcept>
 
 #include "io/quantity.h"
+#include "util/files.h"
+#include "util/nesting.h"
 #include "util/strings.h"
 
 namespace gpupack {
@@ -30,10 +32,14 @@ constexpr std::string_view kGpuMemoryLabel = "nvidia.com/gpu.memory";
   throw std::invalid_argument(fmt::format("{}: {}: {}", object, path, msg));
 }
 
+// What an error says about a value of the wrong type: its kind and size, or
+// an excerpt of a scalar. Never dumps the value (a large or deep one would be
+// copied whole, or recursed into).
 std::string short_dump(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > 80) s = s.substr(0, 77) + "...";
-  return s;
+  if (v.is_object()) return fmt::format("an object of {} members", v.size());
+  if (v.is_array()) return fmt::format("an array of {} elements", v.size());
+  if (v.is_string()) return "\"" + excerpt(v.get_ref<const std::string&>()) + "\"";
+  return v.dump();  // number, boolean or null: short
 }
 
 // The member `key` of object `j`, or nullptr when absent or null.
@@ -77,7 +83,7 @@ std::map<std::string, std::string> string_map(const std::string& obj, const json
   if (m == nullptr) return out;
   for (auto it = m->begin(); it != m->end(); ++it) {
     if (!it->is_string()) {
-      fail(obj, fmt::format("{}[\"{}\"]", path, it.key()), fmt::format("expected a string, got {}", short_dump(*it)));
+      fail(obj, fmt::format("{}[\"{}\"]", path, excerpt(it.key())), fmt::format("expected a string, got {}", short_dump(*it)));
     }
     out.emplace(it.key(), it->get<std::string>());
   }
@@ -91,7 +97,7 @@ std::map<std::string, std::string> quantity_map(const std::string& obj, const js
   const json* m = object_member(obj, j, key, path);
   if (m == nullptr) return out;
   for (auto it = m->begin(); it != m->end(); ++it) {
-    std::string field = fmt::format("{}[\"{}\"]", path, it.key());
+    std::string field = fmt::format("{}[\"{}\"]", path, excerpt(it.key()));
     if (it->is_string()) {
       out.emplace(it.key(), it->get<std::string>());
     } else if (it->is_number_integer()) {
@@ -115,12 +121,12 @@ Quantity quantity_at(const std::string& obj, const std::string& field, const std
 int64_t count_at(const std::string& obj, const std::string& field, const std::string& text) {
   Quantity q = quantity_at(obj, field, text);
   try {
-    if (!quantity_is_integer(q)) fail(obj, field, fmt::format("\"{}\" is not a whole number", text));
+    if (!quantity_is_integer(q)) fail(obj, field, fmt::format("\"{}\" is not a whole number", excerpt(text)));
     int64_t v = quantity_value(q);
-    if (v < 0) fail(obj, field, fmt::format("\"{}\" is negative", text));
+    if (v < 0) fail(obj, field, fmt::format("\"{}\" is negative", excerpt(text)));
     return v;
   } catch (const std::out_of_range&) {
-    fail(obj, field, fmt::format("\"{}\" is out of range", text));
+    fail(obj, field, fmt::format("\"{}\" is out of range", excerpt(text)));
   }
 }
 
@@ -135,7 +141,7 @@ int64_t strict_int(const std::string& obj, const std::string& field, std::string
     v = v * 10 + (c - '0');
   }
   if (!ok || v < lo || v > hi) {
-    fail(obj, field, fmt::format("\"{}\" is not an integer in {}..{}", text, lo, hi));
+    fail(obj, field, fmt::format("\"{}\" is not an integer in {}..{}", excerpt(text), lo, hi));
   }
   return v;
 }
@@ -149,11 +155,22 @@ std::string trim(std::string_view s) {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// Refuses input nested deeper than kMaxInputDepth before building the tree
+// (copies and comparisons of a deeper tree would recurse per level); errors
+// quote an excerpt of the input, never a whole token.
 json parse_document(std::string_view text, std::string_view source) {
   try {
+    check_json_depth(text, source);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(e.what());
+  }
+  try {
     return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers too large
-    throw std::invalid_argument(fmt::format("{}: not valid JSON: {}", source, e.what()));
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument(fmt::format("{}: not valid JSON: {} (near: '{}')", source, error_text(e.what()),
+                                            excerpt_around(text, e.byte > 0 ? e.byte - 1 : 0)));
+  } catch (const json::exception& e) {  // out_of_range for numbers too large
+    throw std::invalid_argument(fmt::format("{}: not valid JSON: {}", source, error_text(e.what())));
   }
 }
 
@@ -167,11 +184,11 @@ const json& items_of(const json& doc, std::string_view source) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument(fmt::format("{}: cannot open file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return read_file_bounded(path);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 template <class T, class F>
@@ -205,7 +222,7 @@ int64_t resource_amount(const std::string& obj, const std::string& field, const 
     if (name == "cpu") return quantity_milli(q);
     if (name == "memory" || name == "ephemeral-storage" || starts_with(name, "hugepages-")) return quantity_value(q);
   } catch (const std::out_of_range&) {
-    fail(obj, field, fmt::format("\"{}\" is out of range", text));
+    fail(obj, field, fmt::format("\"{}\" is out of range", excerpt(text)));
   }
   return count_at(obj, field, text);
 }
@@ -402,7 +419,7 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
     GpuScope s = GpuScope::kAny;
     const std::string text = trim(*scope);
     if (text.empty() || !parse_gpu_scope(text, &s) || s == GpuScope::kAny) {
-      fail(obj, field, fmt::format("\"{}\" is not nvlink, pcie-switch or numa", *scope));
+      fail(obj, field, fmt::format("\"{}\" is not nvlink, pcie-switch or numa", excerpt(*scope)));
     }
     if (pod.request.gpu_count == 0) {
       fail(obj, field, fmt::format("applies to pods that request GPUs ({} or {}); this pod requests none",
@@ -416,7 +433,7 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
         pod.request.scope_required = false;
       } else if (p != "required") {
         fail(obj, annotation_field(annotations::kGpuScopePolicy),
-             fmt::format("\"{}\" is not required or preferred", *policy));
+             fmt::format("\"{}\" is not required or preferred", excerpt(*policy)));
       }
     }
   } else if (policy != nullptr) {
@@ -511,7 +528,7 @@ K8sNode parse_node(const json& j) {
   K8sNode n;
   n.spec.name = string_member(obj, *meta, "name", "metadata.name");
   if (n.spec.name.empty()) fail(obj, "metadata.name", "missing or empty");
-  obj = "Node " + n.spec.name;
+  obj = "Node " + excerpt(n.spec.name);
   n.labels = string_map(obj, *meta, "labels", "metadata.labels");
   n.annotations = string_map(obj, *meta, "annotations", "metadata.annotations");
 
@@ -561,14 +578,14 @@ K8sNode parse_node(const json& j) {
     try {
       n.spec.cpu_milli = quantity_milli(quantity_at(obj, field, *text));
     } catch (const std::out_of_range&) {
-      fail(obj, field, fmt::format("\"{}\" is out of range", *text));
+      fail(obj, field, fmt::format("\"{}\" is out of range", excerpt(*text)));
     }
   }
   if (auto [field, text] = resource("memory"); text != nullptr) {
     try {
       n.spec.memory_mib = quantity_mib(quantity_at(obj, field, *text), Round::kDown);
     } catch (const std::out_of_range&) {
-      fail(obj, field, fmt::format("\"{}\" is out of range", *text));
+      fail(obj, field, fmt::format("\"{}\" is out of range", excerpt(*text)));
     }
   }
   if (n.spec.cpu_milli < 0 || n.spec.memory_mib < 0) fail(obj, "status.allocatable", "negative cpu or memory");
@@ -652,7 +669,7 @@ K8sNode parse_node(const json& j) {
 
 GpuTopology parse_gpu_topology(std::string_view value, int gpu_count) {
   auto bad = [&](std::string_view why) -> std::invalid_argument {
-    return std::invalid_argument(fmt::format("\"{}\": {}", value, why));
+    return std::invalid_argument(fmt::format("\"{}\": {}", excerpt(value), why));
   };
   auto split = [](std::string_view text, char sep) {
     std::vector<std::string_view> parts;
@@ -666,7 +683,7 @@ GpuTopology parse_gpu_topology(std::string_view value, int gpu_count) {
   };
   auto index = [&](std::string_view level, const std::string& tok) -> int {
     if (tok.empty() || tok.size() > 2 || tok.find_first_not_of("0123456789") != std::string::npos) {
-      throw bad(fmt::format("{}: \"{}\" is not a GPU index", level, tok));
+      throw bad(fmt::format("{}: \"{}\" is not a GPU index", level, excerpt(tok)));
     }
     const int g = std::stoi(tok);
     if (g >= gpu_count) {
@@ -681,11 +698,11 @@ GpuTopology parse_gpu_topology(std::string_view value, int gpu_count) {
   for (std::string_view item : split(value, ';')) {
     const size_t eq = item.find('=');
     if (trim(item).empty()) throw bad("an empty item between ';'");
-    if (eq == std::string_view::npos) throw bad(fmt::format("\"{}\" is not <level>=<groups>", trim(item)));
+    if (eq == std::string_view::npos) throw bad(fmt::format("\"{}\" is not <level>=<groups>", excerpt(trim(item))));
     const std::string level = trim(item.substr(0, eq));
     GpuScope scope = GpuScope::kAny;
     if (!parse_gpu_scope(level, &scope) || scope == GpuScope::kAny || level != to_string(scope)) {
-      throw bad(fmt::format("unknown level \"{}\" (known: nvlink, pcie-switch, numa)", level));
+      throw bad(fmt::format("unknown level \"{}\" (known: nvlink, pcie-switch, numa)", excerpt(level)));
     }
     std::vector<int8_t>* ids = scope == GpuScope::kNvlink       ? &t.nvlink
                                : scope == GpuScope::kPcieSwitch ? &t.pcie_switch
@@ -740,7 +757,7 @@ K8sPod parse_pod(const json& j) {
   if (p.name.empty()) fail(obj, "metadata.name", "missing or empty");
   p.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
   if (p.namespace_name.empty()) p.namespace_name = "default";
-  obj = "Pod " + p.key();
+  obj = "Pod " + excerpt(p.key());
   p.uid = string_member(obj, *meta, "uid", "metadata.uid");
   p.labels = string_map(obj, *meta, "labels", "metadata.labels");
   p.annotations = string_map(obj, *meta, "annotations", "metadata.annotations");
@@ -815,7 +832,7 @@ std::string format_assigned_gpus(const GpuAssignmentAnnotation& a) {
 
 GpuAssignmentAnnotation parse_assigned_gpus(std::string_view value) {
   auto bad = [&](std::string_view why) -> std::invalid_argument {
-    return std::invalid_argument(fmt::format("invalid assignment \"{}\": {}", value, why));
+    return std::invalid_argument(fmt::format("invalid assignment \"{}\": {}", excerpt(value), why));
   };
   size_t colon = value.rfind(':');
   if (colon == std::string_view::npos) throw bad("expected <node>:<gpu>[,<gpu>...][@<milli>]");

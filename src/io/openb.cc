@@ -7,6 +7,7 @@
 
 #include "io/csv.h"
 #include "io/input_error.h"
+#include "util/strings.h"
 
 namespace gpupack {
 
@@ -21,7 +22,7 @@ ModelMask parse_model_list(const std::string& spec) {
     auto id = GpuCatalog::builtin().find(name);
     if (!id)
       throw std::invalid_argument(
-          fmt::format("unknown GPU model '{}' (known: {})", name, GpuCatalog::builtin().known_names()));
+          fmt::format("unknown GPU model '{}' (known: {})", excerpt(name), GpuCatalog::builtin().known_names()));
     mask |= model_bit(*id);
     start = end + 1;
   }

@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "util/strings.h"
+
 namespace gpupack {
 namespace {
 
@@ -14,7 +16,7 @@ constexpr int kMaxSignificantDigits = 36;
 constexpr int kMaxExponent = 60;
 
 [[noreturn]] void bad(std::string_view text, std::string_view why) {
-  throw std::invalid_argument(fmt::format("invalid quantity \"{}\": {}", text, why));
+  throw std::invalid_argument(fmt::format("invalid quantity \"{}\": {}", excerpt(text), why));
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -101,7 +103,7 @@ Quantity parse_quantity(std::string_view text) {
       case 'T': q.exp2 = 40; break;
       case 'P': q.exp2 = 50; break;
       case 'E': q.exp2 = 60; break;
-      default: bad(text, fmt::format("unknown suffix \"{}\"", suffix));
+      default: bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
     }
   } else if (suffix.size() == 1) {
     switch (suffix[0]) {
@@ -114,7 +116,7 @@ Quantity parse_quantity(std::string_view text) {
       case 'T': q.exp10 += 12; break;
       case 'P': q.exp10 += 15; break;
       case 'E': q.exp10 += 18; break;
-      default: bad(text, fmt::format("unknown suffix \"{}\"", suffix));
+      default: bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
     }
   } else if (suffix[0] == 'e' || suffix[0] == 'E') {
     size_t j = 1;
@@ -126,13 +128,13 @@ Quantity parse_quantity(std::string_view text) {
     if (j >= suffix.size()) bad(text, "exponent has no digits");
     int e = 0;
     for (; j < suffix.size(); ++j) {
-      if (!is_digit(suffix[j])) bad(text, fmt::format("unknown suffix \"{}\"", suffix));
+      if (!is_digit(suffix[j])) bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
       e = e * 10 + (suffix[j] - '0');
       if (e > kMaxExponent) bad(text, "exponent out of range");
     }
     q.exp10 += neg ? -e : e;
   } else {
-    bad(text, fmt::format("unknown suffix \"{}\"", suffix));
+    bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
   }
 
   // Trailing zeros move into the exponent so the mantissa stays small.

@@ -3,6 +3,17 @@
 // Contract: pure functions, no allocation beyond their results.
 // iequals() compares ASCII case-insensitively; split() keeps empty fields
 // ("a,,b" -> {"a", "", "b"}; "" -> {""}).
+// excerpt() is how an error message quotes input: at most `max_bytes` bytes
+// of output (a max_bytes below 8 counts as 8), whatever the input length. Control bytes,
+// DEL and backslash are escaped (\n, \t, \x01, \\), other bytes
+// are kept (UTF-8 passes through and is never cut inside a character); a
+// text that does not fit is cut and ends in "...". O(max_bytes) time.
+// excerpt_around() quotes the input near byte offset `byte` (an error's
+// position): starts up to max_bytes / 2 bytes before it, "..." first when it
+// does not start at the beginning of `text`.
+// error_text() bounds a library's error message (which may quote a whole
+// token of the input): it drops any "; last read: ..." tail and keeps at most
+// max_bytes bytes, as excerpt() does.
 #pragma once
 
 #include <string>
@@ -13,5 +24,8 @@ namespace gpupack {
 
 bool iequals(std::string_view a, std::string_view b);
 std::vector<std::string> split(std::string_view text, char sep);
+std::string excerpt(std::string_view text, size_t max_bytes = 80);
+std::string excerpt_around(std::string_view text, size_t byte, size_t max_bytes = 80);
+std::string error_text(std::string_view what, size_t max_bytes = 200);
 
 }  // namespace gpupack
