@@ -593,9 +593,13 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::st
   tm.tm_hour = hour;
   tm.tm_min = min;
   tm.tm_sec = sec;
-  const time_t secs = timegm(&tm);
-  return std::chrono::system_clock::from_time_t(secs - offset_s) +
-         std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::nanoseconds(nanos));
+  const long long secs = static_cast<long long>(timegm(&tm)) - offset_s;
+  // system_clock counts nanoseconds (years 1678..2262): times beyond are clamped.
+  using Sys = std::chrono::system_clock;
+  const long long max_s = std::chrono::duration_cast<std::chrono::seconds>(Sys::time_point::max().time_since_epoch()).count() - 1;
+  if (secs >= max_s) return Sys::time_point::max();
+  if (secs <= -max_s) return Sys::time_point::min();
+  return Sys::time_point(std::chrono::duration_cast<Sys::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
 }
 
 ExecCredentialResult run_exec_plugin(const ExecPluginConfig& plugin) {

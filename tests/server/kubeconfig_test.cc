@@ -433,6 +433,9 @@ TEST(Rfc3339, ParsesZoneOffsetsAndFractions) {
   EXPECT_EQ(system_clock::to_time_t(*at("1970-01-01T00:00:10Z")), 10);
   EXPECT_EQ(*at("2024-05-01T12:00:00+02:00"), *at("2024-05-01T10:00:00Z"));
   EXPECT_EQ(*at("2024-05-01T10:00:00.250Z") - *at("2024-05-01T10:00:00Z"), milliseconds(250));
+  // Beyond what system_clock holds (2262): clamped, not wrapped into the past.
+  EXPECT_EQ(*at("2999-01-01T00:00:00Z"), system_clock::time_point::max());
+  EXPECT_GT(*at("2999-01-01T00:00:00Z"), system_clock::now());
   EXPECT_FALSE(at("2024-05-01 10:00"));
   EXPECT_FALSE(at("2024-13-01T10:00:00Z"));
   EXPECT_FALSE(at("2024-05-01T10:00:00"));
