@@ -1,5 +1,6 @@
 // gpupack analyze: allocation, fragmentation, stranded capacity and GPU
-// memory right-sizing of a cluster from kubectl JSON (and a DCGM scrape).
+// memory right-sizing of a cluster from kubectl JSON or the live API (and a
+// DCGM scrape).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -12,6 +13,8 @@
 #include "cli/commands.h"
 #include "io/dcgm.h"
 #include "io/kubectl.h"
+#include "server/kube_client.h"
+#include "server/kubeconfig.h"
 #include "util/files.h"
 
 namespace gpupack::cli {
@@ -19,11 +22,31 @@ namespace {
 
 struct AnalyzeFlags {
   std::string nodes, pods, dcgm, format = "text", out;
+  std::string kubeconfig, context;
 };
 
+// GET a list from the API; the body goes through the same parser as a file.
+std::string api_list(const KubeResponse& r) {
+  if (!r.error.empty()) throw std::runtime_error(r.error);
+  return r.body;
+}
+
 void run_analyze(const AnalyzeFlags& f) {
-  auto nodes = read_node_list_file(f.nodes);
-  auto pods = read_pod_list_file(f.pods);
+  std::vector<K8sNode> nodes;
+  std::vector<K8sPod> pods;
+  if (!f.nodes.empty() || !f.pods.empty()) {
+    if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
+    if (!f.kubeconfig.empty() || !f.context.empty())
+      throw std::invalid_argument("give either --nodes/--pods files or --kubeconfig/--context, not both");
+    nodes = read_node_list_file(f.nodes);
+    pods = read_pod_list_file(f.pods);
+  } else {
+    // No files: the live cluster, found as kubectl finds it.
+    KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
+    KubeClient client(cfg, 60);
+    nodes = parse_node_list(api_list(client.list_nodes()), "GET " + cfg.server + "/api/v1/nodes");
+    pods = parse_pod_list(api_list(client.list_pods()), "GET " + cfg.server + "/api/v1/pods");
+  }
   std::optional<DcgmObservations> obs;
   if (!f.dcgm.empty()) {
     obs = observe_dcgm(parse_prometheus_text(read_file_bounded(f.dcgm), f.dcgm), f.dcgm);
@@ -44,9 +67,12 @@ void run_analyze(const AnalyzeFlags& f) {
 void add_analyze_command(CLI::App& app) {
   auto flags = std::make_shared<AnalyzeFlags>();
   CLI::App* cmd = app.add_subcommand("analyze", "Report allocation, fragmentation, stranded GPU capacity and GPU "
-                                                "memory right-sizing from kubectl JSON");
-  cmd->add_option("--nodes", flags->nodes, "`kubectl get nodes -o json` output")->required();
-  cmd->add_option("--pods", flags->pods, "`kubectl get pods -A -o json` output")->required();
+                                                "memory right-sizing from kubectl JSON or the live API");
+  cmd->add_option("--nodes", flags->nodes, "`kubectl get nodes -o json` output (without --nodes/--pods: the live API)");
+  cmd->add_option("--pods", flags->pods, "`kubectl get pods -A -o json` output");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "read the live cluster with this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)");
+  cmd->add_option("--context", flags->context, "kubeconfig context to use instead of current-context");
   cmd->add_option("--dcgm", flags->dcgm, "a dcgm-exporter /metrics scrape");
   cmd->add_option("--format", flags->format, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-o,--out", flags->out, "write the report here instead of standard output");

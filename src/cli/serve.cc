@@ -21,6 +21,7 @@
 #include "server/extender_service.h"
 #include "server/http_server.h"
 #include "server/kube_client.h"
+#include "server/kubeconfig.h"
 #include "server/metrics.h"
 #include "util/files.h"
 
@@ -36,7 +37,7 @@ struct ServeFlags {
   std::string url_prefix;
   std::string policy = "fgd";
   std::string nodes, pods, pods_out, port_file;
-  std::string kubeconfig;
+  std::string kubeconfig, context;
   bool in_cluster = false;
   int resync_s = 0;
   int threads = 8;
@@ -95,7 +96,8 @@ void run_serve(const ServeFlags& f) {
     for (const std::string& u : service.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
       fmt::print(stderr, "gpupack serve: not attributed: {}\n", u);
   } else {
-    KubeConfig cfg = !f.kubeconfig.empty() ? read_kubeconfig(f.kubeconfig) : in_cluster_config();
+    KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
+    fmt::print(stderr, "gpupack serve: API {} from {}\n", cfg.server, cfg.source);
     client = std::make_unique<KubeClient>(cfg);
     binder = std::make_unique<KubeBinder>(*client);
     WatchOptions w;
@@ -172,7 +174,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--pods-out", flags->pods_out,
                   "snapshot mode: write the pods (with binds applied) here after every bind");
   cmd->add_option("--port-file", flags->port_file, "write the bound extender port to this file");
-  cmd->add_option("--kubeconfig", flags->kubeconfig, "kubeconfig for the API (default: in-cluster service account)");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "kubeconfig for the API (default: KUBECONFIG, ~/.kube/config, then the in-cluster service account)");
+  cmd->add_option("--context", flags->context, "kubeconfig context to use instead of current-context");
   cmd->add_option("--resync", flags->resync_s, "API mode: besides watching, relist nodes and pods every N seconds (0 = only when a watch needs it)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 256));

@@ -1,12 +1,11 @@
 // KubeClient: the few Kubernetes API calls `gpupack serve` makes (libcurl).
 //
 // Contract:
-// - KubeConfig holds the API server URL, a bearer token and the CA (file or
-//   PEM data); in_cluster_config() reads the service-account files and the
-//   KUBERNETES_SERVICE_HOST/PORT environment, read_kubeconfig() the current
-//   context of a kubeconfig file (server, certificate-authority[-data],
-//   insecure-skip-tls-verify, token / tokenFile; client certificates are not
-//   supported). Both throw std::invalid_argument naming the file and field.
+// - KubeConfig holds the API server URL, the CA (file or PEM data), the
+//   static credentials (bearer token, client certificate and key as files or
+//   PEM data) and, for credentials that change (an exec plugin, a rotating
+//   token file), a CredentialSource asked on every call. It is filled by
+//   server/kubeconfig.h (kubeconfig files, in-cluster service account).
 // - list_nodes()/list_pods() GET /api/v1/nodes and /api/v1/pods and return
 //   the body text (a NodeList/PodList); patch_pod_annotations() sends a JSON
 //   merge patch of metadata.annotations; create_binding() POSTs a v1 Binding
@@ -14,20 +13,25 @@
 //   on a 2xx reply, else an error naming the call, the HTTP status and the
 //   API's message; transport and TLS errors name the call and carry curl's
 //   reason (e.g. "SSL certificate problem: unable to get local issuer
-//   certificate"). Timeouts: `timeout_s` per call. All calls share one setup
-//   of URL, token and TLS options.
+//   certificate"); a credential that cannot be had (the plugin failed) is an
+//   error naming the call and the credential's source. A 401 reply to a call
+//   whose credential comes from a CredentialSource makes the source fetch a
+//   fresh one and the call is sent once more. Timeouts: `timeout_s` per call.
+//   All calls share one setup of URL, credentials and TLS options.
 // - stream_lines() GETs a watch URL and hands each complete line (one
 //   WatchEvent) to a callback as it arrives; it ends when the server closes
 //   the stream or after `max_s` seconds (error ""), on a non-2xx reply or a
 //   transport error (error set, as above), when the callback returns false,
-//   or when `stop` turns true (checked about once a second; error "").
+//   or when `stop` turns true (checked about once a second; error ""). A
+//   401 makes the CredentialSource fetch anew for the next call.
 // - KubeBinder implements Binder: annotation patch (GPU pods), then Binding.
-// - Thread-safe (one curl handle per call).
+// - Thread-safe (one curl handle per call; CredentialSource is thread-safe).
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -35,16 +39,41 @@
 
 namespace gpupack {
 
+// Credentials obtained at call time. PEM text, not base64.
+struct KubeCredential {
+  std::string token;            // "" = none
+  std::string client_cert_pem;  // with client_key_pem; "" = none
+  std::string client_key_pem;
+};
+
+// Where a call's credential comes from when it can change (an exec plugin,
+// a token file that is rotated). Thread-safe.
+class CredentialSource {
+ public:
+  virtual ~CredentialSource() = default;
+  // The credential to use now (cached while valid). Throws
+  // std::runtime_error naming the source when none can be had.
+  virtual KubeCredential get() = 0;
+  // The API refused the credential (HTTP 401): the next get() fetches anew.
+  virtual void invalidate() = 0;
+};
+
 struct KubeConfig {
   std::string server;          // "https://10.0.0.1:443"
   std::string token;
   std::string ca_file;         // PEM file; "" = none
   std::string ca_data;         // PEM text (decoded certificate-authority-data)
   bool insecure_skip_verify = false;
+  std::string client_cert_file = {};  // PEM files (client-certificate / client-key)
+  std::string client_key_file = {};
+  std::string client_cert_data = {};  // PEM text (decoded client-certificate-data / client-key-data)
+  std::string client_key_data = {};
+  std::string proxy_url = {};         // cluster.proxy-url; "" = none (curl's environment rules)
+  // Asked on every call; what it returns replaces `token` (when it has a
+  // token) and the client certificate (when it has one). Null = static.
+  std::shared_ptr<CredentialSource> credentials = {};
+  std::string source = {};  // for messages: "kubeconfig /a/b (context \"c\")", "in-cluster service account"
 };
-
-KubeConfig in_cluster_config();
-KubeConfig read_kubeconfig(const std::string& path);
 
 struct KubeResponse {
   long status = 0;       // HTTP status; 0 = transport error

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "server/http_server.h"
+#include "server/kubeconfig.h"
 #include "support/k8s_fixtures.h"
 
 namespace gpupack {

@@ -3,7 +3,8 @@
 // OpenSSL C API. Covers the CA as a file, as PEM data (directly and through a
 // kubeconfig's certificate-authority-data), unknown CAs and wrong names
 // (refused with a certificate error), insecure-skip-tls-verify, and the
-// bearer token.
+// bearer token; and client certificates (files, PEM data, from an exec
+// plugin) against a fake that requires one signed by a client CA.
 #include "server/kube_client.h"
 
 #include <gtest/gtest.h>
@@ -25,6 +26,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "server/kubeconfig.h"
 #include "support/k8s_fixtures.h"
 
 namespace gpupack {
@@ -64,8 +66,9 @@ void add_ext(X509* cert, X509* issuer, int nid, const char* value) {
 }
 
 // A P-256 key and a certificate for `cn`, signed by `issuer` (self-signed when
-// null). A CA gets CA:TRUE; a server certificate gets `san` as subjectAltName.
-Cert make_cert(const std::string& cn, const Cert* issuer, const char* san = nullptr) {
+// null). A CA gets CA:TRUE; a server certificate gets `san` as subjectAltName;
+// a client certificate (`client`) gets extendedKeyUsage clientAuth.
+Cert make_cert(const std::string& cn, const Cert* issuer, const char* san = nullptr, bool client = false) {
   static long serial = 1;
   Cert out{std::unique_ptr<EVP_PKEY, KeyFree>(EVP_EC_gen("P-256")), std::unique_ptr<X509, CertFree>(X509_new())};
   ossl_check(out.key && out.cert, "key/certificate allocation");
@@ -89,7 +92,7 @@ Cert make_cert(const std::string& cn, const Cert* issuer, const char* san = null
   } else {
     add_ext(c, issuer_cert, NID_basic_constraints, "critical,CA:FALSE");
     add_ext(c, issuer_cert, NID_key_usage, "critical,digitalSignature");
-    add_ext(c, issuer_cert, NID_ext_key_usage, "serverAuth");
+    add_ext(c, issuer_cert, NID_ext_key_usage, client ? "clientAuth" : "serverAuth");
     if (san) add_ext(c, issuer_cert, NID_subject_alt_name, san);
   }
   ossl_check(X509_sign(c, issuer_key, EVP_sha256()) > 0, "X509_sign");
@@ -102,6 +105,24 @@ std::string pem(X509* cert) {
   char* data = nullptr;
   const long n = BIO_get_mem_data(bio.get(), &data);
   return std::string(data, static_cast<size_t>(n));
+}
+
+std::string pem(EVP_PKEY* key) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new(BIO_s_mem()), BIO_free);
+  ossl_check(bio && PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) == 1,
+             "PEM_write_bio_PrivateKey");
+  char* data = nullptr;
+  const long n = BIO_get_mem_data(bio.get(), &data);
+  return std::string(data, static_cast<size_t>(n));
+}
+
+// A store holding `ca`, for a server that asks for client certificates
+// (the SSL context takes ownership).
+X509_STORE* client_ca_store(const Cert* ca) {
+  if (!ca) return nullptr;
+  X509_STORE* store = X509_STORE_new();
+  ossl_check(store && X509_STORE_add_cert(store, ca->cert.get()) == 1, "X509_STORE_add_cert");
+  return store;
 }
 
 std::string base64(const std::string& in) {
@@ -122,10 +143,12 @@ std::string write_file(const std::string& name, const std::string& text) {
 // ---- HTTPS fake API server ----------------------------------------------
 
 // Serves one node list, accepts annotation patches and Bindings, and records
-// every call that got past the TLS handshake.
+// every call that got past the TLS handshake. With `client_ca`, the
+// handshake requires a client certificate signed by it.
 class TlsFakeApi {
  public:
-  explicit TlsFakeApi(const Cert& server) : srv_(server.cert.get(), server.key.get()) {
+  explicit TlsFakeApi(const Cert& server, const Cert* client_ca = nullptr)
+      : srv_(server.cert.get(), server.key.get(), client_ca_store(client_ca)) {
     if (!srv_.is_valid()) throw std::runtime_error("httplib::SSLServer rejected the certificate or key");
     srv_.Get("/api/v1/nodes", [this](const httplib::Request& req, httplib::Response& res) {
       record(req);
@@ -158,6 +181,10 @@ class TlsFakeApi {
     return calls_;
   }
   std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  size_t call_count() {
+    std::lock_guard l(mu_);
+    return calls_.size();
+  }
 
  private:
   void record(const httplib::Request& req) {
@@ -295,6 +322,122 @@ TEST_F(KubeClientTls, BinderPatchesThenBindsOverHttps) {
   EXPECT_EQ(b["metadata"]["uid"], "u-p");
   EXPECT_EQ(b["target"]["name"], "a100-0");
   EXPECT_EQ(calls[1].authorization, "Bearer tls-token");
+}
+
+// ---- Client certificates ------------------------------------------------
+
+// The API requires a client certificate signed by client_ca_.
+class KubeClientMtls : public ::testing::Test {
+ protected:
+  KubeClientMtls()
+      : ca_(make_cert("gpupack-test-ca", nullptr)),
+        client_ca_(make_cert("gpupack-client-ca", nullptr)),
+        other_ca_(make_cert("other-client-ca", nullptr)),
+        server_cert_(make_cert("127.0.0.1", &ca_, "IP:127.0.0.1,DNS:localhost")),
+        client_(make_cert("gpupack", &client_ca_, nullptr, true)),
+        stranger_(make_cert("stranger", &other_ca_, nullptr, true)),
+        api_(server_cert_, &client_ca_),
+        dir_((std::filesystem::path(::testing::TempDir()) / ("kube-mtls-" + std::to_string(getpid()))).string()) {
+    std::filesystem::create_directories(dir_ + "/creds");
+    write("ca.crt", pem(ca_.cert.get()));
+  }
+  ~KubeClientMtls() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  // A kubeconfig in dir_ whose cluster trusts ca.crt (a relative path) and
+  // whose user is `user_yaml` (a flow-style map).
+  KubeConfig load(const std::string& user_yaml) {
+    return read_kubeconfig(write("config", fmt::format(R"(current-context: mtls
+clusters:
+- {{name: c, cluster: {{server: "{}", certificate-authority: ca.crt}}}}
+contexts:
+- {{name: mtls, context: {{cluster: c, user: u}}}}
+users:
+- {{name: u, user: {}}}
+)",
+                                                        api_.url(), user_yaml)));
+  }
+  void expect_listed(const KubeConfig& c) {
+    const size_t before = api_.call_count();
+    KubeResponse r = KubeClient(c, 5).list_nodes();
+    ASSERT_EQ(r.error, "");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(json::parse(r.body)["items"][0]["metadata"]["name"], "a100-0");
+    EXPECT_EQ(api_.call_count(), before + 1);
+  }
+  // Refused in the handshake: an error naming the call, nothing reaches the API.
+  void expect_refused(const KubeConfig& c) {
+    const size_t before = api_.call_count();
+    KubeResponse r = KubeClient(c, 5).list_nodes();
+    EXPECT_EQ(r.status, 0);
+    EXPECT_NE(r.error.find("GET " + c.server + "/api/v1/nodes"), std::string::npos) << r.error;
+    EXPECT_EQ(api_.call_count(), before);
+  }
+
+  Cert ca_, client_ca_, other_ca_, server_cert_, client_, stranger_;
+  TlsFakeApi api_;
+  std::string dir_;
+};
+
+TEST_F(KubeClientMtls, WithoutAClientCertificateTheHandshakeFails) {
+  expect_refused(load("{token: only-a-token}"));
+  // A certificate from a CA the API does not trust.
+  write("creds/stranger.crt", pem(stranger_.cert.get()));
+  write("creds/stranger.key", pem(stranger_.key.get()));
+  expect_refused(load("{client-certificate: creds/stranger.crt, client-key: creds/stranger.key}"));
+}
+
+TEST_F(KubeClientMtls, ClientCertificateFilesRelativeToTheKubeconfig) {
+  write("creds/client.crt", pem(client_.cert.get()));
+  write("creds/client.key", pem(client_.key.get()));
+  KubeConfig c = load("{client-certificate: creds/client.crt, client-key: creds/client.key}");
+  EXPECT_EQ(c.client_cert_file, dir_ + "/creds/client.crt");
+  EXPECT_EQ(c.client_key_file, dir_ + "/creds/client.key");
+  EXPECT_EQ(c.ca_file, dir_ + "/ca.crt");
+  expect_listed(c);
+  // A key file that is not there is named with its field.
+  try {
+    load("{client-certificate: creds/client.crt, client-key: creds/absent.key}");
+    ADD_FAILURE() << "a missing client-key file was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("users[\"u\"].user.client-key: cannot read " + dir_ + "/creds/absent.key"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(KubeClientMtls, ClientCertificateData) {
+  KubeConfig c = load(fmt::format("{{client-certificate-data: {}, client-key-data: {}}}", base64(pem(client_.cert.get())),
+                                  base64(pem(client_.key.get()))));
+  EXPECT_EQ(c.client_cert_data, pem(client_.cert.get()));
+  EXPECT_EQ(c.client_cert_file, "");
+  expect_listed(c);
+  // Data for the certificate and a file for the key mix.
+  write("creds/client.key", pem(client_.key.get()));
+  expect_listed(load(fmt::format("{{client-certificate-data: {}, client-key: creds/client.key}}",
+                                 base64(pem(client_.cert.get())))));
+}
+
+TEST_F(KubeClientMtls, ExecPluginSuppliesTheClientCertificate) {
+  const json cred = {{"apiVersion", "client.authentication.k8s.io/v1beta1"},
+                     {"kind", "ExecCredential"},
+                     {"status",
+                      {{"clientCertificateData", pem(client_.cert.get())},
+                       {"clientKeyData", pem(client_.key.get())},
+                       {"expirationTimestamp", "2999-01-01T00:00:00Z"}}}};
+  const std::string cred_file = write("creds/cred.json", cred.dump());
+  const std::string script = write("plugin.sh", "#!/bin/sh\ncat '" + cred_file + "'\n");
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  KubeConfig c = load(R"({exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: ./plugin.sh}})");
+  expect_listed(c);
+  expect_listed(c);  // cached: valid until 2999
+  auto* src = dynamic_cast<ExecCredentialSource*>(c.credentials.get());
+  ASSERT_NE(src, nullptr);
+  EXPECT_EQ(src->runs(), 1);
 }
 
 }  // namespace
