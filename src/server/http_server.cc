@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -189,7 +190,7 @@ Reply json_error(int status, const std::string& msg) {
   return r;
 }
 
-enum class State { kTls, kIdle, kHeaders, kBody, kDispatched, kWriting };
+enum class State { kTls, kIdle, kHeaders, kBody, kDispatched, kWriting, kDraining };
 enum class Chunk { kSize, kData, kDataEnd, kTrailer };
 
 struct Conn {
@@ -206,7 +207,9 @@ struct Conn {
   std::string out_head, out_body;
   size_t sent = 0;
   bool close_after = false;
-  bool broken = false;
+  bool peer_eof = false;  // the client finished sending (FIN or close_notify)
+  bool broken = false;    // close at the next chance
+  size_t drained = 0;     // kDraining: bytes read and dropped
   uint32_t events = 0;  // what epoll watches now (0 = not registered)
 };
 
@@ -584,6 +587,8 @@ struct HttpServer::Impl {
     if (c.state == State::kDispatched) return;  // the worker owns it; errors show when it writes
     if (c.state == State::kTls) {
       handshake(c);
+    } else if (c.state == State::kDraining) {
+      drain(c);
     } else if (c.state == State::kWriting) {
       if (write_some(c)) {
         finish_reply(c);
@@ -613,7 +618,7 @@ struct HttpServer::Impl {
   }
 
   // Reads up to `max` bytes to `p`. Returns bytes read, 0 when nothing is
-  // available now; sets broken on EOF or error.
+  // available now; sets peer_eof at the end of input, broken on an error.
   size_t read_raw(Conn& c, char* p, size_t max) {
     ssize_t n;
     if (c.ssl) {
@@ -621,13 +626,14 @@ struct HttpServer::Impl {
       n = SSL_read(c.ssl, p, static_cast<int>(std::min<size_t>(max, 1 << 30)));
       if (n <= 0) {
         const int e = SSL_get_error(c.ssl, static_cast<int>(n));
-        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) c.broken = true;
+        if (e == SSL_ERROR_ZERO_RETURN) c.peer_eof = true;
+        else if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) c.broken = true;
         ERR_clear_error();
         n = 0;
       }
     } else {
       n = ::recv(c.fd, p, max, 0);
-      if (n == 0) c.broken = true;
+      if (n == 0) c.peer_eof = true;
       if (n < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) c.broken = true;
         n = 0;
@@ -644,10 +650,14 @@ struct HttpServer::Impl {
     return n;
   }
 
+  static bool reading(const Conn& c) {
+    return c.state == State::kIdle || c.state == State::kHeaders || c.state == State::kBody;
+  }
+
   void read_and_parse(Conn& c) {
     constexpr size_t kChunk = 64 << 10;
     for (int rounds = 0; rounds < 64 && !c.broken; ++rounds) {
-      if (c.state == State::kDispatched || c.state == State::kWriting) return;
+      if (!reading(c)) return;
       size_t n;
       if (c.state == State::kBody && !c.req.chunked && c.in.empty()) {
         // Straight into the body: no copy of a multi-MB NodeList.
@@ -657,8 +667,13 @@ struct HttpServer::Impl {
       } else {
         n = read_into(c, c.in, kChunk);
       }
-      if (n == 0 && c.in.empty()) return;
-      parse(c);
+      if (n > 0 || !c.in.empty()) parse(c);
+      if (c.peer_eof) {
+        // Requests already read are answered (then the connection closes);
+        // a request cut short is dropped.
+        if (reading(c)) c.broken = true;
+        return;
+      }
       if (n == 0) return;
     }
   }
@@ -674,7 +689,7 @@ struct HttpServer::Impl {
 
   void parse(Conn& c) {
     const auto now = Clock::now();
-    while (!c.broken && c.state != State::kDispatched && c.state != State::kWriting) {
+    while (!c.broken && reading(c)) {
       if (c.state == State::kIdle) {
         if (c.in.empty()) return;
         c.state = State::kHeaders;
@@ -773,7 +788,11 @@ struct HttpServer::Impl {
         } else {
           c.chunk = Chunk::kData;
           c.chunk_left = size;
-          if (c.req.body.capacity() < c.req.body.size() + size) c.req.body.reserve(c.req.body.size() + size);
+          // Grow 4x at a time, never past the limit: the buffers left behind
+          // (kept by the heap, see keep_large_buffers) stay under a third of it.
+          const size_t need = c.req.body.size() + size;
+          if (c.req.body.capacity() < need)
+            c.req.body.reserve(std::min(options.max_body_bytes, std::max({need, 4 * c.req.body.capacity(), size_t{65536}})));
         }
       } else {  // trailers, ignored, end at an empty line
         if (line.empty()) return true;
@@ -1112,14 +1131,36 @@ struct HttpServer::Impl {
   void finish_reply(Conn& c) {
     c.out_head.clear();
     c.out_body = std::string();
-    if (c.close_after || c.broken || stopping) {
+    if (c.broken || c.peer_eof || stopping) {
       c.broken = true;  // the caller closes it
+      return;
+    }
+    if (c.close_after) {
+      // Lingering close: send FIN, then read and drop what the client still
+      // sends (the rest of a refused body) for up to a second, so that the
+      // reply is not destroyed by a reset before the client reads it.
+      if (c.ssl) SSL_shutdown(c.ssl);
+      ::shutdown(c.fd, SHUT_WR);
+      c.state = State::kDraining;
+      c.deadline = Clock::now() + std::chrono::seconds(1);
+      watch(c, EPOLLIN | EPOLLRDHUP);
       return;
     }
     c.req = HttpRequest{};
     c.state = State::kIdle;
     c.deadline = Clock::now() + std::chrono::seconds(std::max(1, options.idle_timeout_s));
     watch(c, EPOLLIN | EPOLLRDHUP);
+  }
+
+  void drain(Conn& c) {
+    static thread_local std::vector<char> scratch(64 << 10);
+    for (int i = 0; i < 64 && !c.broken; ++i) {
+      const ssize_t n = ::recv(c.fd, scratch.data(), scratch.size(), 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) c.broken = true;
+      if (n <= 0) return;
+      c.drained += static_cast<size_t>(n);
+      if (c.drained > (16u << 20)) c.broken = true;
+    }
   }
 
   // After finish_reply outside parse(): a pipelined request may wait in our
@@ -1181,6 +1222,10 @@ HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::start() {
   keep_large_buffers();
+  // OpenSSL writes with write(2), not send(MSG_NOSIGNAL): a TLS client gone
+  // away must give EPIPE, not end the process.
+  struct sigaction old {};
+  if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
   port_ = impl_->start();
   return port_;
 }

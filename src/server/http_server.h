@@ -42,7 +42,9 @@
 // - Every extender call is timed from the complete body to the serialised
 //   reply and recorded in latency() (gpupack_decision_duration_seconds).
 // - start() raises glibc's mmap/trim thresholds (process-wide) so that the
-//   multi-MB buffers of full-Nodes requests are reused, not re-faulted, binds,
+//   multi-MB buffers of full-Nodes requests are reused, not re-faulted, sets
+//   SIGPIPE to ignored if it was at its default (OpenSSL writes with
+//   write(2); a vanished TLS client must not end the process), binds,
 //   serves on background threads and returns the bound port (0 = pick a free
 //   one); it throws std::runtime_error naming the address or file on failure.
 // - stop() (idempotent; also the destructor): stops accepting, closes idle
