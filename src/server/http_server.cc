@@ -117,50 +117,68 @@ std::string openssl_error() {
   return buf;
 }
 
-// A fixed set of threads running queued tasks in order.
+// A fixed set of threads running queued tasks in order. The worker that went
+// idle last takes the next task, so a lone keep-alive client keeps landing on
+// the same warm thread (its parse buffers and caches).
 class Pool {
  public:
   explicit Pool(int n) {
-    for (int i = 0; i < std::max(1, n); ++i) threads_.emplace_back([this] { run(); });
+    for (int i = 0; i < std::max(1, n); ++i) workers_.push_back(std::make_unique<Worker>());
+    for (auto& w : workers_) w->thread = std::thread([this, me = w.get()] { run(*me); });
   }
   ~Pool() { join(); }
   void post(std::function<void()> task) {
-    {
-      std::lock_guard lock(mu_);
-      tasks_.push_back(std::move(task));
+    std::lock_guard lock(mu_);
+    tasks_.push_back(std::move(task));
+    if (!idle_.empty()) {
+      Worker* w = idle_.back();
+      idle_.pop_back();
+      w->woken = true;
+      w->cv.notify_one();
     }
-    cv_.notify_one();
   }
   // Runs every queued task, then ends the threads.
   void join() {
     {
       std::lock_guard lock(mu_);
       stop_ = true;
+      for (Worker* w : idle_) {
+        w->woken = true;
+        w->cv.notify_one();
+      }
+      idle_.clear();
     }
-    cv_.notify_all();
-    for (auto& t : threads_)
-      if (t.joinable()) t.join();
-    threads_.clear();
+    for (auto& w : workers_)
+      if (w->thread.joinable()) w->thread.join();
   }
 
  private:
-  void run() {
+  struct Worker {
+    std::condition_variable cv;
+    bool woken = false;
+    std::thread thread;
+  };
+  void run(Worker& me) {
+    std::unique_lock lock(mu_);
     for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [this] { return stop_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
+      if (!tasks_.empty()) {
+        std::function<void()> task = std::move(tasks_.front());
         tasks_.pop_front();
+        lock.unlock();
+        task();
+        lock.lock();
+        continue;
       }
-      task();
+      if (stop_) return;
+      idle_.push_back(&me);
+      me.cv.wait(lock, [&] { return me.woken; });
+      me.woken = false;
     }
   }
   std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<std::function<void()>> tasks_;
-  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<Worker*> idle_;  // a stack: back() went idle last
   bool stop_ = false;
 };
 
