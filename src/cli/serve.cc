@@ -43,6 +43,7 @@ struct ServeFlags {
   int threads = 8;
   int read_timeout_s = 10;
   size_t max_body_bytes = 64u << 20;
+  HttpOptions http;  // the listener's limits, TLS and token (flags below)
 };
 
 std::pair<std::string, int> split_listen(const std::string& flag, const std::string& v) {
@@ -110,7 +111,7 @@ void run_serve(const ServeFlags& f) {
   LatencyHistogram latency;
   RequestCounters counters;
   auto [host, port] = split_listen("--listen", f.listen);
-  HttpOptions main_opts;
+  HttpOptions main_opts = f.http;
   main_opts.host = host;
   main_opts.port = port;
   main_opts.url_prefix = f.url_prefix;
@@ -122,7 +123,8 @@ void run_serve(const ServeFlags& f) {
   std::unique_ptr<HttpServer> metrics_server;
   if (!f.metrics_listen.empty()) {
     auto [mhost, mport] = split_listen("--metrics-listen", f.metrics_listen);
-    HttpOptions m;
+    HttpOptions m = f.http;  // same limits, certificate and token; no client CA (probes have none)
+    m.tls_client_ca_file.clear();
     m.host = mhost;
     m.port = mport;
     m.serve_extender = false;
@@ -151,8 +153,12 @@ void run_serve(const ServeFlags& f) {
     }
   }
   if (watch) watch->stop();
+  // Both listeners drain at once: the exit comes within one shutdown grace.
+  std::thread metrics_stop([&] {
+    if (metrics_server) metrics_server->stop();
+  });
   main_server.stop();
-  if (metrics_server) metrics_server->stop();
+  metrics_stop.join();
 }
 
 }  // namespace
@@ -185,6 +191,27 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 600));
   cmd->add_option("--max-body-bytes", flags->max_body_bytes, "largest request body accepted (413 above)")
       ->capture_default_str();
+  HttpOptions& h = flags->http;
+  cmd->add_option("--request-timeout", h.request_timeout_s, "seconds a request (headers and body) may take to arrive")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 600));
+  cmd->add_option("--idle-timeout", h.idle_timeout_s, "seconds an idle keep-alive connection is kept")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--max-connections", h.max_connections, "open connections per listener (503 + close beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  cmd->add_option("--max-reply-bytes", h.max_reply_bytes, "largest reply sent (500 above; 0 = 2 x max body + 1 MiB)")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-grace", h.shutdown_grace_s, "seconds in-flight requests get on SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 600));
+  cmd->add_option("--tls-cert-file", h.tls_cert_file, "PEM certificate chain: serve HTTPS only (reloaded on change)");
+  cmd->add_option("--tls-key-file", h.tls_key_file, "PEM private key of --tls-cert-file (reloaded on change)");
+  cmd->add_option("--tls-client-ca-file", h.tls_client_ca_file,
+                  "PEM CA: extender clients must present a certificate it signed");
+  cmd->add_option("--token-file", h.token_file,
+                  "file holding a bearer token required on the verbs and /metrics (reloaded on change)");
   cmd->callback([flags] { run_serve(*flags); });
 }
 

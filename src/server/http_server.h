@@ -1,4 +1,4 @@
-// HttpServer: the HTTP face of `gpupack serve` (cpp-httplib).
+// HttpServer: the HTTP(S) face of `gpupack serve`.
 //
 // Contract:
 // - Routes (POST): <prefix>/filter, <prefix>/prioritize, <prefix>/bind,
@@ -7,33 +7,60 @@
 //   process serves), /readyz (200 once the cluster model is loaded, else 503).
 // - Input errors never crash the server and never change state: a body that
 //   is not valid wire JSON or names an unknown GPU resource gets 400 with
-//   {"Error": "<what, with the field path>"}; a body over
-//   `max_body_bytes` gets 413 with a JSON message; unknown paths 404; a
-//   handler exception 500. A client slower than `read_timeout_s` is cut off.
-//   Requests are served by a pool of `threads` workers, so one slow client
-//   does not block the others. A keep-alive connection stays open for up to
-//   100,000 requests (idle timeout 5 s), so the scheduler's connection keeps
-//   its worker and that worker's warm parse buffers.
-// - start() raises glibc's mmap/trim thresholds (process-wide) so that the
-//   multi-MB buffers of full-Nodes requests are reused, not re-faulted.
+//   {"Error": "<what, with the field path>"}; unknown paths 404, a known path
+//   with another method 405, a handler exception 500. Every error reply is
+//   JSON {"Error": ...}.
+// - Limits count what is really read: a body (Content-Length, or chunked,
+//   counted after de-chunking) over `max_body_bytes` gets 413 and the
+//   connection is closed without reading the rest; a Content-Encoding other
+//   than identity gets 415 (bodies are never inflated); a request line plus
+//   headers over `max_header_bytes` gets 431; a reply over `max_reply_bytes`
+//   is replaced by a 500 naming the size. Memory per connection is bounded by
+//   these limits.
+// - Connections: one event-loop thread accepts and reads every connection
+//   (non-blocking, epoll), so idle or slow connections hold no worker. Beyond
+//   `max_connections` open connections a new one gets 503 + close. A request
+//   (headers and body) must arrive within min(read_timeout_s,
+//   request_timeout_s) of its first byte, a reply must be written within
+//   write_timeout_s, and a keep-alive connection idle for idle_timeout_s is
+//   closed; a connection past a deadline is closed without a reply. Accepted
+//   sockets have TCP_NODELAY and every reply (status line, headers, body)
+//   leaves in one writev, so a request costs one round trip.
+// - Pools: complete verb requests run on `threads` workers; /metrics and
+//   /readyz on `metrics_threads` others; /healthz is answered by the event
+//   loop itself. A slow scraper or a queue of verbs never delays /healthz.
+//   A keep-alive connection serves any number of requests.
+// - TLS (when tls_cert_file is set): HTTPS only (a plain-HTTP client gets no
+//   HTTP reply; the handshake fails and the connection is closed), TLS 1.2+.
+//   The certificate and key files are re-read within about a second of a
+//   change (connections made after that use them; a pair that does not load
+//   keeps the previous one and is reported on stderr). With
+//   tls_client_ca_file, a client must present a certificate signed by that CA.
+// - token_file: when set, the verbs and /metrics need "Authorization: Bearer
+//   <token>" equal to the file's content (whitespace-trimmed; re-read on
+//   change), else 401. /healthz and /readyz stay open (probes).
 // - Every extender call is timed from the complete body to the serialised
 //   reply and recorded in latency() (gpupack_decision_duration_seconds).
-// - start() binds and serves on a background thread and returns the bound
-//   port (0 = pick a free one) or throws std::runtime_error; stop() is
-//   idempotent and joins. Thread-safe.
+// - start() raises glibc's mmap/trim thresholds (process-wide) so that the
+//   multi-MB buffers of full-Nodes requests are reused, not re-faulted, sets
+//   SIGPIPE to ignored if it was at its default (OpenSSL writes with
+//   write(2); a vanished TLS client must not end the process), binds,
+//   serves on background threads and returns the bound port (0 = pick a free
+//   one); it throws std::runtime_error naming the address or file on failure.
+// - stop() (idempotent; also the destructor): stops accepting, closes idle
+//   and half-read connections at once, lets requests already handed to a
+//   worker finish and their replies be written for up to shutdown_grace_s,
+//   then closes the rest and joins every thread. Handlers are never
+//   interrupted (they take milliseconds). Thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "server/extender_service.h"
 #include "server/metrics.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace gpupack {
 
@@ -42,11 +69,22 @@ struct HttpOptions {
   int port = 8888;
   std::string url_prefix;                // e.g. "/gpupack"; "" = routes at the root
   size_t max_body_bytes = 64u << 20;     // 64 MiB: a 5,000-node full NodeList fits
-  int read_timeout_s = 10;
-  int write_timeout_s = 10;
-  int threads = 8;
+  size_t max_reply_bytes = 0;            // 0 = 2 x max_body_bytes + 1 MiB
+  size_t max_header_bytes = 16u << 10;   // request line + headers
+  int read_timeout_s = 10;               // request deadline (kept for compatibility)
+  int request_timeout_s = 10;            // headers + body, from the request's first byte
+  int write_timeout_s = 10;              // one reply
+  int idle_timeout_s = 60;               // keep-alive connection without a request
+  int max_connections = 4096;            // open connections; 503 + close beyond
+  int shutdown_grace_s = 5;              // stop(): time left to in-flight replies
+  int threads = 8;                       // verb workers
+  int metrics_threads = 1;               // /metrics and /readyz workers
   bool serve_metrics = true;             // /metrics, /healthz, /readyz on this listener
   bool serve_extender = true;
+  std::string tls_cert_file;             // PEM chain; set = HTTPS only
+  std::string tls_key_file;              // PEM key (required with tls_cert_file)
+  std::string tls_client_ca_file;        // set = client certificates required
+  std::string token_file;                // set = bearer token on verbs and /metrics
 };
 
 class HttpServer {
@@ -60,15 +98,10 @@ class HttpServer {
   void stop();
   int port() const { return port_; }
 
- private:
-  void install_routes();
+  struct Impl;  // the event loop, pools and TLS state (http_server.cc)
 
-  ExtenderService& service_;
-  HttpOptions options_;
-  LatencyHistogram& latency_;
-  RequestCounters& counters_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+ private:
+  std::unique_ptr<Impl> impl_;
   int port_ = 0;
 };
 
