@@ -15,6 +15,12 @@ Dimension failed_dimension(const ClusterState& s, NodeId n, const Request& r, bo
     d = Dimension::kCpu;
   } else if (s.memory_total_mib(n) < r.memory_mib) {
     d = Dimension::kMemory;
+  } else if (!r.mig_devices.empty() &&
+             s.check_mig_devices(n, r).code == Status::Code::kUnschedulableAndUnresolvable) {
+    d = Dimension::kMigSlot;
+  } else if (r.gpu_count > 0 && r.scope_required && r.gpu_scope != GpuScope::kAny &&
+             largest_gpu_group(s, n, r.gpu_scope) < r.gpu_count) {
+    d = Dimension::kTopology;
   } else if (!r.is_plain() || s.has_hardware_setup(n)) {
     never = false;
     d = choose_placement(s, n, r).failed;
@@ -37,6 +43,11 @@ Status explain_fit(const ClusterState& s, NodeId n, const Request& r) {
   const Dimension d = failed_dimension(s, n, r, &never);
   if (d == Dimension::kNone) return Status::ok();
   std::string msg;
+  if (never && d == Dimension::kMigSlot) return s.check_mig_devices(n, r);
+  if (never && d == Dimension::kTopology)
+    return Status::unresolvable(d, fmt::format("node {}: its largest {} group has {} GPUs, {} requested in one",
+                                               s.node_name(n), to_string(r.gpu_scope),
+                                               largest_gpu_group(s, n, r.gpu_scope), r.gpu_count));
   if (!never && (!r.is_plain() || s.has_hardware_setup(n))) {
     const Placement p = choose_placement(s, n, r, {}, &msg);
     return Status::unschedulable(p.failed, msg);

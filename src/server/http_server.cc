@@ -97,7 +97,8 @@ void HttpServer::install_routes() {
   }
   if (!options_.serve_extender) return;
 
-  // Each verb: parse (400 on error), call the service, serialise, time it.
+  // Each verb: parse (400 for an unreadable request only), call the service,
+  // serialise, time it.
   auto route = [this](const std::string& verb, auto&& handle) {
     server_->Post(options_.url_prefix + "/" + verb, [this, verb, handle](const httplib::Request& req,
                                                                         httplib::Response& res) {
@@ -120,13 +121,8 @@ void HttpServer::install_routes() {
       *error = args.error().what();
       return "";
     }
-    ExtenderFilterResult r = service_.filter(args.value());
-    if (!r.error.empty() && r.failed_nodes.empty() && r.failed_and_unresolvable_nodes.empty() && !r.nodes &&
-        !r.node_texts && !r.node_names) {
-      *error = r.error;  // the pod itself was rejected: a client error
-      return "";
-    }
-    return to_json_text(r);
+    // A pod-level problem is the reply's Error with 200 (the scheduler shows it).
+    return to_json_text(service_.filter(args.value()));
   });
   route("prioritize", [this](const std::string& body, std::string* error) -> std::string {
     auto args = parse_extender_args_fast(body);
