@@ -4,6 +4,18 @@
 
 namespace gpupack {
 
+namespace {
+
+// GPUs of the node whose memory (when known) could ever hold `mib`.
+int gpus_with_memory(const ClusterState& s, NodeId n, int64_t mib) {
+  int k = 0;
+  for (int g = 0; g < s.gpu_count(n); ++g)
+    k += s.gpu_memory_total_mib(n, g) == 0 || s.gpu_memory_total_mib(n, g) >= mib;
+  return k;
+}
+
+}  // namespace
+
 Dimension failed_dimension(const ClusterState& s, NodeId n, const Request& r, bool* unresolvable) {
   bool never = true;
   Dimension d = Dimension::kNone;
@@ -18,6 +30,8 @@ Dimension failed_dimension(const ClusterState& s, NodeId n, const Request& r, bo
   } else if (!r.mig_devices.empty() &&
              s.check_mig_devices(n, r).code == Status::Code::kUnschedulableAndUnresolvable) {
     d = Dimension::kMigSlot;
+  } else if (r.gpu_count > 0 && r.gpu_memory_mib > 0 && gpus_with_memory(s, n, r.gpu_memory_mib) < r.gpu_count) {
+    d = Dimension::kGpuMemory;
   } else if (r.gpu_count > 0 && r.scope_required && r.gpu_scope != GpuScope::kAny &&
              largest_gpu_group(s, n, r.gpu_scope) < r.gpu_count) {
     d = Dimension::kTopology;
@@ -44,6 +58,10 @@ Status explain_fit(const ClusterState& s, NodeId n, const Request& r) {
   if (d == Dimension::kNone) return Status::ok();
   std::string msg;
   if (never && d == Dimension::kMigSlot) return s.check_mig_devices(n, r);
+  if (never && d == Dimension::kGpuMemory)
+    return Status::unresolvable(d, fmt::format("node {}: {} GPUs hold {} MiB, {} needed", s.node_name(n),
+                                               gpus_with_memory(s, n, r.gpu_memory_mib), r.gpu_memory_mib,
+                                               r.gpu_count));
   if (never && d == Dimension::kTopology)
     return Status::unresolvable(d, fmt::format("node {}: its largest {} group has {} GPUs, {} requested in one",
                                                s.node_name(n), to_string(r.gpu_scope),

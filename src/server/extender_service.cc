@@ -207,6 +207,14 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   specs.reserve(nodes_.size());
   for (const K8sNode& n : nodes_) specs.push_back(model_node(n));
   state_ = std::make_unique<ClusterState>(std::move(specs));
+  // An assumed pod the objects now show on the assumed node without saying
+  // which GPUs keeps the engine's GPUs (confirmed below).
+  for (size_t i = 0; i < kept.size(); ++i) {
+    auto g = carried.guesses.find(kept[i].key());
+    if (g == carried.guesses.end() || kept[i].node_name != g->second.node || kept[i].assigned) continue;
+    if (!kept[i].uid.empty() && kept[i].uid != g->second.uid) continue;
+    (void)state_->bind(PodId{static_cast<int32_t>(i)}, g->second.request, g->second.assignment);
+  }
   ChargeResult charged = charge_running_pods(*state_, nodes_, node_index_, kept);
   unattributed_ = std::move(charged.messages);
   counters_.conflicts += static_cast<uint64_t>(charged.conflicts);
