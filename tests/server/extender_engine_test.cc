@@ -80,12 +80,12 @@ TEST(ExtenderEngine, TheOnlyTenIsTheEnginesChoice) {
       ASSERT_TRUE(state.bind(PodId{static_cast<int32_t>(i)}, model_request(rp, nodes[static_cast<size_t>(n)]),
                              Assignment{NodeId{n}, rp.assigned->gpu_mask, 1000}).is_ok());
     }
-    auto engine_policy = make_policy(policy, {42, nullptr});
     // FGD needs the service's target; compare the top only for the others.
     if (std::string(policy) == "fgd") {
       EXPECT_EQ(std::count_if(scores.begin(), scores.end(), [](const HostPriority& h) { return h.score == 10; }), 1);
       continue;
     }
+    auto engine_policy = make_policy(policy, {42, nullptr});
     Scheduler sched(*engine_policy);
     const Decision d = sched.decide(state, model_request(parse_pod(pod), nodes[0]));
     ASSERT_TRUE(d.placed());
@@ -196,8 +196,11 @@ TEST(ExtenderEngine, PodsOfOtherSchedulersAreChargedWithoutOverCommit) {
   for (const auto& node : m.nodes)
     if (node.name == "n8") n8 = node.allocated_milli;
   EXPECT_EQ(n8, 4000);
-  for (const auto& node : m.nodes)
-    if (node.name == "mig") EXPECT_EQ(node.mig.at("1g.10gb"), (std::pair<int64_t, int64_t>{5, 7}));
+  for (const auto& node : m.nodes) {
+    if (node.name == "mig") {
+      EXPECT_EQ(node.mig.at("1g.10gb"), (std::pair<int64_t, int64_t>{5, 7}));
+    }
+  }
   EXPECT_EQ(m.charge_conflicts, 0u);
 }
 

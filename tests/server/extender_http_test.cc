@@ -174,7 +174,7 @@ TEST_F(ExtenderHttp, FilterNamesTopologyForNodesSentWithTheirGpuTopology) {
   json next = pod_json({.name = "train-numa", .gpus = 2, .annotations = {{"gpupack.io/gpu-scope", "numa"}}});
   r = post_ok("filter", cache_args(next, {"hgx-a"}));
   EXPECT_EQ(r["NodeNames"], json::array());
-  EXPECT_EQ(reason(r, "FailedNodes", "hgx-a").rfind("topology: node hgx-a: no numa group has 2 GPUs", 0), 0u) << r;
+  EXPECT_EQ(reason(r, "FailedNodes", "hgx-a").rfind("topology: node hgx-a: no numa group holds 2 fitting GPUs", 0), 0u) << r;
   httplib::Client c("127.0.0.1", port_);
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
