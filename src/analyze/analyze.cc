@@ -5,8 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <unordered_map>
 
-#include "server/extender_service.h"
+#include "analyze/cluster_model.h"
+#include "frag/cluster_metrics.h"
+#include "io/pod_resources.h"
 
 namespace gpupack {
 
@@ -37,12 +41,30 @@ void set_defrag_planner(DefragPlanner planner) { planner_slot() = std::move(plan
 AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
                                const DcgmObservations* dcgm) {
   AnalysisReport r;
-  ExtenderService service("fgd");
-  r.unattributed = service.set_cluster(nodes, pods);
-  const ServiceMetrics m = service.metrics();
+  // The same ledger `gpupack serve` keeps: every running pod charged,
+  // whoever scheduled it.
+  std::vector<NodeSpec> specs;
+  std::unordered_map<std::string, int> node_index;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    specs.push_back(model_node(nodes[i]));
+    node_index[nodes[i].spec.name] = static_cast<int>(i);
+  }
+  ClusterState state(std::move(specs));
+  ChargeResult charged = charge_running_pods(state, nodes, node_index, pods);
+  r.unattributed = std::move(charged.messages);
+  r.conflicts = charged.conflicts;
+  std::vector<const K8sPod*> all, pending;
+  std::set<std::string> seen;
+  for (const K8sPod& p : pods) {
+    if (p.terminal() || !seen.insert(p.key()).second) continue;
+    all.push_back(&p);
+    if (p.node_name.empty() && (p.request.is_gpu() || p.is_mig())) pending.push_back(&p);
+  }
+  const std::shared_ptr<TargetWorkload> target = expected_workload(all);
+  const ClusterMetrics m = cluster_metrics(state, *target, probe_requests(nodes, pending, *target));
   r.nodes = m.node_count;
   r.bound_pods = m.bound_pods;
-  for (const auto& p : m.pending) ++r.pending_by_reason[p.reason];
+  for (const K8sPod* p : pending) ++r.pending_by_reason[pending_reason(state, nodes, *p)];
 
   std::map<std::string, PoolReport> pools;
   std::map<std::string, int> nodes_per_model;
@@ -154,6 +176,7 @@ nlohmann::json to_json(const AnalysisReport& r) {
                                {"suggested_mib", s.suggested_mib}});
   j["pending_by_reason"] = r.pending_by_reason;
   j["unattributed"] = r.unattributed;
+  j["conflicts"] = r.conflicts;
   j["defrag"] = {{"available", r.defrag.available}, {"note", r.defrag.note}, {"plan", r.defrag.plan}};
   return j;
 }
@@ -182,7 +205,7 @@ std::string format_text(const AnalysisReport& r) {
                        s.workload, s.node, s.requested_mib, s.observed_mib, s.advice,
                        s.advice == "ok" ? "" : fmt::format(" (suggest {} MiB)", s.suggested_mib));
   if (!r.unattributed.empty()) {
-    out += fmt::format("\nrunning pods without a usable GPU assignment ({}):\n", r.unattributed.size());
+    out += fmt::format("\nrunning pods gpupack could not charge as their objects say ({}; {} over-commit their node):\n", r.unattributed.size(), r.conflicts);
     for (const std::string& u : r.unattributed) out += "  " + u + "\n";
   }
   out += "\ndefragmentation plan: " + (r.defrag.available ? r.defrag.plan.dump(1) : r.defrag.note) + "\n";

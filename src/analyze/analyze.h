@@ -4,10 +4,11 @@
 //
 // Contract:
 // - analyze_cluster() takes parsed kubectl nodes and pods (io/kubectl.h) and
-//   optionally dcgm-exporter observations (io/dcgm.h). Assignments are
-//   rebuilt from gpupack.io/assigned-gpus annotations exactly as
-//   `gpupack serve` does after a restart (the same ExtenderService code), so
-//   both report the same allocation, fragmentation and stranded GPUs.
+//   optionally dcgm-exporter observations (io/dcgm.h). Every running pod is
+//   charged to its node whoever scheduled it, by the code `gpupack serve`
+//   uses (analyze/cluster_model.h charge_running_pods, frag/cluster_metrics.h),
+//   so both report the same allocation, fragmentation and stranded GPUs;
+//   pods that over-commit their node are counted in `conflicts`.
 // - Stranded: a GPU with free capacity that no pending pod (or, with none
 //   pending, no request of the typical workload) can use; its free memory is
 //   DCGM's FB_FREE when observed, else capacity minus the memory of the pods
@@ -77,6 +78,7 @@ struct AnalysisReport {
   std::vector<RightSize> right_size;
   std::map<std::string, int> pending_by_reason;
   std::vector<std::string> unattributed;
+  int conflicts = 0;  // running pods that did not fit what their node had left
   int nodes = 0;
   int bound_pods = 0;
   DefragReport defrag;

@@ -44,6 +44,9 @@ struct ServeFlags {
   int read_timeout_s = 10;
   size_t max_body_bytes = 64u << 20;
   HttpOptions http;  // the listener's limits, TLS and token (flags below)
+  std::string assume = "auto";  // auto | on | off
+  int assume_timeout_s = 30;
+  bool legacy_failed_nodes = false;
 };
 
 std::pair<std::string, int> split_listen(const std::string& flag, const std::string& v) {
@@ -83,11 +86,18 @@ void write_atomically(const std::string& path, const std::string& text) {
 }
 
 void run_serve(const ServeFlags& f) {
-  ExtenderService service(f.policy);
+  const bool snapshot = !f.nodes.empty() || !f.pods.empty();
+  ServiceOptions so;
+  so.policy = f.policy;
+  // Without the API nothing else tells gpupack where a pod went when the
+  // scheduler binds it: assume it on the node scored 10 (docs/SERVE.md).
+  so.assume_on_prioritize = f.assume == "on" || (f.assume == "auto" && snapshot);
+  so.assume_timeout = std::chrono::seconds(f.assume_timeout_s);
+  so.legacy_failed_nodes = f.legacy_failed_nodes;
+  ExtenderService service(so);
   std::unique_ptr<KubeClient> client;
   std::unique_ptr<KubeBinder> binder;
   std::unique_ptr<ClusterWatch> watch;
-  const bool snapshot = !f.nodes.empty() || !f.pods.empty();
   if (snapshot) {
     if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
     auto nodes = read_node_list_file(f.nodes);
@@ -212,6 +222,16 @@ void add_serve_command(CLI::App& app) {
                   "PEM CA: extender clients must present a certificate it signed");
   cmd->add_option("--token-file", h.token_file,
                   "file holding a bearer token required on the verbs and /metrics (reloaded on change)");
+  cmd->add_option("--assume", flags->assume,
+                  "assume each pod on its top-scored node at prioritize until a bind, the API or a new filter "
+                  "says otherwise (auto = on without an API server)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  cmd->add_option("--assume-timeout", flags->assume_timeout_s, "seconds an unconfirmed assumption is kept")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
+  cmd->add_flag("--legacy-failed-nodes", flags->legacy_failed_nodes,
+                "list unresolvable nodes in FailedNodes (kube-scheduler before v1.21)");
   cmd->callback([flags] { run_serve(*flags); });
 }
 

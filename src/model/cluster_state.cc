@@ -1,5 +1,7 @@
 #include "model/cluster_state.h"
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -94,6 +96,7 @@ void ClusterState::init_hardware() {
   gpu_nvlink_.assign(gpus, -1);
   numa_begin_.resize(n);
   numa_count_.resize(n);
+  mig_dev_free_.assign(n, {});
   for (size_t i = 0; i < n; ++i) {
     const NodeSpec& s = specs_[i];
     const auto fail = [&](const std::string& what) {
@@ -120,6 +123,14 @@ void ClusterState::init_hardware() {
                          s.memory_mib));
       numa_count_[i] = static_cast<int32_t>(s.numa.size());
     }
+    if (s.gpu_memory_mib < 0) fail("negative GPU memory");
+    for (size_t d = 0; d < s.mig_devices.size(); ++d) {
+      const MigDeviceCount& dev = s.mig_devices[d];
+      if (dev.profile.empty() || dev.count < 0) fail(fmt::format("MIG device count {} for \"{}\"", dev.count, dev.profile));
+      for (size_t e = 0; e < d; ++e)
+        if (s.mig_devices[e].profile == dev.profile) fail(fmt::format("MIG devices \"{}\" given twice", dev.profile));
+    }
+    mig_dev_free_[i] = s.mig_devices;
     if (s.gpu_count == 0) {
       if (!s.gpus.empty()) fail("GPU setup given for a node without GPUs");
       continue;
@@ -129,7 +140,7 @@ void ClusterState::init_hardware() {
       fail(fmt::format("{} GPU setups for {} GPUs", s.gpus.size(), s.gpu_count));
     for (int g = 0; g < s.gpu_count; ++g) {
       const size_t k = static_cast<size_t>(gpu_begin_[i] + g);
-      gpu_mem_total_[k] = gpu_mem_free_[k] = model.memory_mib;
+      gpu_mem_total_[k] = gpu_mem_free_[k] = s.gpu_memory_mib > 0 ? s.gpu_memory_mib : model.memory_mib;
       if (s.gpus.empty()) continue;
       const GpuSetup& setup = s.gpus[static_cast<size_t>(g)];
       const auto gfail = [&](const std::string& what) { fail(fmt::format("GPU {}: {}", g, what)); };
@@ -315,6 +326,31 @@ Status ClusterState::check_hardware(const Request& req, const Assignment& where)
 }
 
 
+int64_t ClusterState::mig_devices_total(NodeId n, std::string_view profile) const {
+  for (const MigDeviceCount& d : specs_[index(n)].mig_devices)
+    if (d.profile == profile) return d.count;
+  return 0;
+}
+
+int64_t ClusterState::mig_devices_free(NodeId n, std::string_view profile) const {
+  for (const MigDeviceCount& d : mig_dev_free_[index(n)])
+    if (d.profile == profile) return d.count;
+  return 0;
+}
+
+Status ClusterState::check_mig_devices(NodeId n, const Request& req) const {
+  for (const MigDeviceCount& d : req.mig_devices) {
+    const int64_t total = mig_devices_total(n, d.profile), free = mig_devices_free(n, d.profile);
+    if (total < d.count)
+      return Status::unresolvable(Dimension::kMigSlot, fmt::format("node {} offers {} MIG {} devices, {} requested",
+                                                                   node_name(n), total, d.profile, d.count));
+    if (free < d.count)
+      return Status::unschedulable(Dimension::kMigSlot, fmt::format("node {} has {} free MIG {} devices, {} requested",
+                                                                    node_name(n), free, d.profile, d.count));
+  }
+  return Status::ok();
+}
+
 std::vector<PodId> ClusterState::bound_pods() const {
   std::vector<PodId> out;
   out.reserve(bound_pods_);
@@ -337,6 +373,9 @@ Status ClusterState::check_fit(const Request& req, const Assignment& where) cons
   if (mem_free_[n] < req.memory_mib)
     return Status::unschedulable(Dimension::kMemory, fmt::format("node {}: memory free {} < {} MiB",
                                                                  names_[n], mem_free_[n], req.memory_mib));
+  if (!req.mig_devices.empty()) {
+    if (Status st = check_mig_devices(where.node, req); !st.is_ok()) return st;
+  }
   if (req.gpu_count == 0) return where.numa >= 0 || req.numa_aligned ? check_hardware(req, where) : Status::ok();
   if (!model_allowed(req.allowed_models, gpu_model_[n]))
     return Status::unresolvable(Dimension::kModel, fmt::format("node {}: GPU model {} not allowed", names_[n],
@@ -390,6 +429,9 @@ void ClusterState::apply(PodId pod, const Request& req, const Assignment& where,
   const size_t n = index(where.node);
   cpu_free_[n] -= sign * req.cpu_milli;
   mem_free_[n] -= sign * req.memory_mib;
+  for (const MigDeviceCount& d : req.mig_devices)
+    for (MigDeviceCount& have : mig_dev_free_[n])
+      if (have.profile == d.profile) have.count -= sign * d.count;
   if (hw_node_[n] || !req.is_plain() || where.mig_profile >= 0 || where.numa >= 0) {
     apply_hardware(req, where, sign);
   } else {
@@ -451,6 +493,7 @@ std::vector<std::string> ClusterState::check_invariants() const {
   std::vector<int64_t> numa_cpu_used(numa_cpu_total_.size(), 0), numa_mem_used(numa_cpu_total_.size(), 0);
   std::vector<std::vector<MigPlacement>> mig_in_use(mig_.size());
   std::vector<ShapeCounts> shapes(n, ShapeCounts{});
+  std::vector<std::map<std::string, int64_t>> mig_dev_used(n);
   int bound = 0;
   int64_t used_total = 0;
   for (size_t p = 0; p < pods_.size(); ++p) {
@@ -464,6 +507,7 @@ std::vector<std::string> ClusterState::check_invariants() const {
     }
     cpu_used[node] += r.request.cpu_milli;
     mem_used[node] += r.request.memory_mib;
+    for (const MigDeviceCount& d : r.request.mig_devices) mig_dev_used[node][d.profile] += d.count;
     if (r.assignment.numa >= 0) {
       numa_cpu_used[numa_begin_[node] + r.assignment.numa] += r.request.cpu_milli;
       numa_mem_used[numa_begin_[node] + r.assignment.numa] += r.request.memory_mib;
@@ -535,6 +579,12 @@ std::vector<std::string> ClusterState::check_invariants() const {
     }
     if (free_total != gpu_free_total_[i])
       errors.push_back(fmt::format("node {}: gpu free total {} != sum {}", names_[i], gpu_free_total_[i], free_total));
+    for (const MigDeviceCount& d : mig_dev_free_[i]) {
+      const int64_t total = mig_devices_total(NodeId{static_cast<int32_t>(i)}, d.profile);
+      if (d.count < 0 || d.count != total - mig_dev_used[i][d.profile])
+        errors.push_back(fmt::format("node {}: MIG {} devices free {} != {} - used {}", names_[i], d.profile, d.count,
+                                     total, mig_dev_used[i][d.profile]));
+    }
     if (shapes[i] != shapes_[i]) errors.push_back(fmt::format("node {}: pod shape counts differ", names_[i]));
   }
   return errors;

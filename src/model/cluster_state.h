@@ -115,6 +115,14 @@ class ClusterState {
   int64_t numa_cpu_total_milli(NodeId n, int u) const { return numa_cpu_total_[numa_begin_[index(n)] + u]; }
   int64_t numa_memory_total_mib(NodeId n, int u) const { return numa_mem_total_[numa_begin_[index(n)] + u]; }
 
+  // Advertised MIG devices (NodeSpec::mig_devices) of `profile` on node n,
+  // in total and free now; 0 when the node offers none. O(profiles).
+  int64_t mig_devices_total(NodeId n, std::string_view profile) const;
+  int64_t mig_devices_free(NodeId n, std::string_view profile) const;
+  // kMigSlot when the node lacks the request's MIG devices (unresolvable when
+  // it does not offer that many at all), else ok.
+  Status check_mig_devices(NodeId n, const Request& req) const;
+
   // Would `req` fit on GPU g of node n alone (mode, milli, memory, bandwidth,
   // L2, MPS limits, and for MIG the instance `mig_profile` at `mig_start`)?
   // kNone when it does. `message` (optional) gets the reason. O(1).
@@ -200,6 +208,7 @@ class ClusterState {
   std::vector<uint8_t> mig_busy_, mig_fixed_;
   std::vector<int32_t> numa_begin_, numa_count_;  // per node
   std::vector<int64_t> numa_cpu_total_, numa_cpu_free_, numa_mem_total_, numa_mem_free_;
+  std::vector<std::vector<MigDeviceCount>> mig_dev_free_;  // per node, NodeSpec::mig_devices order
 
   std::vector<PodRecord> pods_;
   int bound_pods_ = 0;

@@ -45,6 +45,12 @@ struct NodeSpec {
   GpuModelId gpu_model = 0;  // meaningless when gpu_count == 0
   std::vector<GpuSetup> gpus = {};  // empty = all shared, no topology
   std::vector<NumaSpec> numa = {};  // empty = one NUMA node
+  // Memory of each GPU; 0 = the catalog's figure for gpu_model. Not a
+  // hardware setup: only requests that ask for GPU memory read it.
+  int64_t gpu_memory_mib = 0;
+  // MIG devices a device plugin advertises (mixed strategy), counted per
+  // profile; each profile at most once. Not a hardware setup.
+  std::vector<MigDeviceCount> mig_devices = {};
 
   // True when any hardware field is set.
   bool has_hardware_setup() const { return !gpus.empty() || !numa.empty(); }

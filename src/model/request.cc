@@ -120,6 +120,9 @@ std::string Request::validate() const {
     return fmt::format("bandwidth_milli {} is outside 0..{}", bandwidth_milli, kGpuMilliPerGpu);
   if (l2_milli < 0 || l2_milli > kGpuMilliPerGpu)
     return fmt::format("l2_milli {} is outside 0..{}", l2_milli, kGpuMilliPerGpu);
+  for (const MigDeviceCount& d : mig_devices)
+    if (d.profile.empty() || d.count <= 0)
+      return fmt::format("MIG device count {} for profile \"{}\" is not positive or has no profile", d.count, d.profile);
   if (mig_min_sm < 0) return fmt::format("mig_min_sm is negative ({})", mig_min_sm);
   if (modes >= (1u << kGpuModeCount)) return fmt::format("modes mask {} has unknown bits", modes);
   const ModeMask m = effective_modes();

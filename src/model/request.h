@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/gpu_catalog.h"
 #include "model/ids.h"
@@ -49,6 +50,15 @@ enum class GpuScope : uint8_t { kAny = 0, kNvlink = 1, kPcieSwitch = 2, kNuma = 
 std::string_view to_string(GpuScope s);
 bool parse_gpu_scope(std::string_view text, GpuScope* out);
 
+// A count of MIG devices of one profile, as a device plugin with the "mixed"
+// MIG strategy advertises them (nvidia.com/mig-<profile>): the node says how
+// many it offers, a pod how many it takes; which GPU holds each is not known.
+struct MigDeviceCount {
+  std::string profile;  // "1g.10gb"
+  int64_t count = 0;
+  friend bool operator==(const MigDeviceCount&, const MigDeviceCount&) = default;
+};
+
 struct Request {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
@@ -67,6 +77,9 @@ struct Request {
   GpuScope gpu_scope = GpuScope::kAny;  // keep the GPUs inside one such group
   bool scope_required = false;     // false: prefer the scope; true: fail without it
   bool numa_aligned = false;       // CPUs, memory and GPUs from one NUMA node
+  // Advertised MIG devices taken (counted per node, see MigDeviceCount);
+  // independent of gpu_count, which stays 0 for a pod asking only for these.
+  std::vector<MigDeviceCount> mig_devices = {};
 
   bool is_gpu() const { return gpu_count > 0; }
   bool is_shared() const { return gpu_count > 0 && gpu_milli < kGpuMilliPerGpu; }
@@ -75,7 +88,7 @@ struct Request {
   bool is_plain() const {
     return modes == 0 && workload_class == WorkloadClass::kUnspecified && gpu_memory_mib == 0 &&
            bandwidth_milli == 0 && l2_milli == 0 && mig_profile.empty() && mig_min_sm == 0 &&
-           gpu_scope == GpuScope::kAny && !numa_aligned;
+           gpu_scope == GpuScope::kAny && !numa_aligned && mig_devices.empty();
   }
   // Allowed modes: `modes` if set, else the workload class's defaults, else
   // MIG when a MIG profile is named, else all non-MIG modes a request of this

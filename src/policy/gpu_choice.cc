@@ -290,6 +290,17 @@ MigTargetMix workload_mig_mix(const MigGeometry& geo, std::span<const Request> r
   return mix;
 }
 
+int largest_gpu_group(const ClusterState& s, NodeId n, GpuScope scope) {
+  if (scope == GpuScope::kAny) return s.gpu_count(n);
+  std::array<int, 64> size{};
+  int best = 0;
+  for (int g = 0; g < s.gpu_count(n); ++g) {
+    const int id = group_id(s, n, g, scope);
+    if (id >= 0 && id < static_cast<int>(size.size())) best = std::max(best, ++size[static_cast<size_t>(id)]);
+  }
+  return best;
+}
+
 Placement choose_placement(const ClusterState& s, NodeId n, const Request& req, const PlacementOptions& opt,
                            std::string* why) {
   Placement out;
@@ -303,6 +314,9 @@ Placement choose_placement(const ClusterState& s, NodeId n, const Request& req, 
     return fail(Dimension::kCpu, fmt::format("node {}: cpu free {} < {} milli", name, s.cpu_free_milli(n), req.cpu_milli));
   if (s.memory_free_mib(n) < req.memory_mib)
     return fail(Dimension::kMemory, fmt::format("node {}: memory free {} < {} MiB", name, s.memory_free_mib(n), req.memory_mib));
+  if (!req.mig_devices.empty()) {
+    if (Status st = s.check_mig_devices(n, req); !st.is_ok()) return fail(st.dimension, st.message);
+  }
   if (req.gpu_count > 0) {
     if (!model_allowed(req.allowed_models, s.gpu_model(n)))
       return fail(Dimension::kModel, fmt::format("node {}: GPU model {} not allowed", name,

@@ -70,6 +70,10 @@ struct Placement {
 Placement choose_placement(const ClusterState& state, NodeId node, const Request& req,
                            const PlacementOptions& options = {}, std::string* why = nullptr);
 
+// GPUs in the node's largest group at `scope` (NVLink domain, PCIe switch,
+// NUMA node); 0 when no GPU is in such a group; all GPUs for kAny. O(GPUs).
+int largest_gpu_group(const ClusterState& state, NodeId node, GpuScope scope);
+
 // The default MIG target mix of a geometry (size_weighted_mix), cached.
 const MigTargetMix& default_mig_mix(const MigGeometry& geo);
 

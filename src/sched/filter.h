@@ -5,7 +5,9 @@
 // is allowed and at least gpu_count GPUs each have free milli >= gpu_milli.
 // explain() performs the same checks and names the first failed dimension,
 // as Unschedulable (may fit later) or UnschedulableAndUnresolvable (never on
-// this node: model not allowed, or the empty node could not host it).
+// this node: model not allowed, the empty node could not host it, too few
+// GPUs with the memory asked for, too few advertised MIG devices, no GPU
+// group as large as a required scope).
 // Hardware: a request that is not plain, or any request on a node with a
 // hardware setup, is checked by choose_placement() (every mode, MIG slots,
 // NUMA, topology); its failure names the dimension (gpu_memory, mig_slot,

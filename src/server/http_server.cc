@@ -1026,13 +1026,8 @@ struct HttpServer::Impl {
         *error = args.error().what();
         return "";
       }
-      ExtenderFilterResult r = service.filter(args.value());
-      if (!r.error.empty() && r.failed_nodes.empty() && r.failed_and_unresolvable_nodes.empty() && !r.nodes &&
-          !r.node_texts && !r.node_names) {
-        *error = r.error;  // the pod itself was rejected: a client error
-        return "";
-      }
-      return to_json_text(r);
+      // A pod-level problem is the reply's Error with 200 (the scheduler shows it).
+      return to_json_text(service.filter(args.value()));
     }
     if (verb == "prioritize") {
       auto args = parse_extender_args_fast(body);

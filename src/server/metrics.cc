@@ -111,6 +111,16 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   out += fmt::format("gpupack_nodes {}\n", m.node_count);
   header(out, "gpupack_bound_pods", "gauge", "Pods gpupack accounts as bound.");
   out += fmt::format("gpupack_bound_pods {}\n", m.bound_pods);
+  header(out, "gpupack_placements_total", "counter",
+         "Placements gpupack learned without the API: assumed at prioritize, then confirmed or expired.");
+  out += fmt::format("gpupack_placements_total{{state=\"assumed\"}} {}\n", m.placements_assumed);
+  out += fmt::format("gpupack_placements_total{{state=\"confirmed\"}} {}\n", m.placements_confirmed);
+  out += fmt::format("gpupack_placements_total{{state=\"expired\"}} {}\n", m.placements_expired);
+  header(out, "gpupack_assumed_pods", "gauge", "Pods placed by assumption now (not yet confirmed by a bind or the API).");
+  out += fmt::format("gpupack_assumed_pods {}\n", m.assumed_now);
+  header(out, "gpupack_charge_conflicts_total", "counter",
+         "Running pods that claimed more than their node had left (over-commit by another scheduler).");
+  out += fmt::format("gpupack_charge_conflicts_total {}\n", m.charge_conflicts);
 
   header(out, "gpupack_gpu_allocated_milli", "gauge", "GPU share allocated on the GPU, in milli-GPUs (1000 = whole).");
   for (const auto& g : m.gpus)

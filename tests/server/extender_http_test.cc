@@ -174,7 +174,7 @@ TEST_F(ExtenderHttp, FilterNamesTopologyForNodesSentWithTheirGpuTopology) {
   json next = pod_json({.name = "train-numa", .gpus = 2, .annotations = {{"gpupack.io/gpu-scope", "numa"}}});
   r = post_ok("filter", cache_args(next, {"hgx-a"}));
   EXPECT_EQ(r["NodeNames"], json::array());
-  EXPECT_EQ(reason(r, "FailedNodes", "hgx-a").rfind("topology: node hgx-a: no numa group has 2 GPUs", 0), 0u) << r;
+  EXPECT_EQ(reason(r, "FailedNodes", "hgx-a").rfind("topology: node hgx-a: no numa group holds 2 fitting GPUs", 0), 0u) << r;
   httplib::Client c("127.0.0.1", port_);
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
@@ -284,7 +284,7 @@ TEST_F(ExtenderHttp, PreemptKeepsNodesWhereVictimsMakeRoomBothModes) {
   EXPECT_EQ(r["NodeNameToMetaVictims"]["a100-1"]["Pods"][0]["UID"], "uid-running-0");
 }
 
-TEST_F(ExtenderHttp, BadInputGets4xxWithAMessageAndStateIsUnchanged) {
+TEST_F(ExtenderHttp, UnreadableInputGets4xxPodProblemsGet200WithErrorStateIsUnchanged) {
   auto before = service_.assignments();
   auto r = post("filter", "{\"Pod\": {");
   ASSERT_TRUE(r);
@@ -295,10 +295,12 @@ TEST_F(ExtenderHttp, BadInputGets4xxWithAMessageAndStateIsUnchanged) {
   EXPECT_NE(r->body.find("Pod"), std::string::npos);
   r = post("bind", R"({"PodName": 7})");
   EXPECT_EQ(r->status, 400);
+  // A readable request about a pod gpupack cannot serve: 200 with Error, so
+  // that the scheduler shows the reason (it logs only the code of a 4xx).
   json unknown = pod_json({.name = "odd", .extra_limits = {{"nvidia.com/gpumem", "4000"}}});
   r = post("filter", cache_args(unknown, {"a100-0"}).dump());
-  EXPECT_EQ(r->status, 400);
-  EXPECT_NE(r->body.find("nvidia.com/gpumem"), std::string::npos);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(json::parse(r->body)["Error"].get<std::string>().find("nvidia.com/gpumem"), std::string::npos);
   r = post("filter", std::string(2 << 20, ' '));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 413);

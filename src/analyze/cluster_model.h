@@ -1,0 +1,65 @@
+// The cluster as Kubernetes objects show it, in the engine's one ledger:
+// every running pod is charged to its node, whoever scheduled it.
+//
+// Contract:
+// - charge_running_pods() binds, into `state` (built from model_node() of
+//   `nodes`, in order), every pod i that is not terminal, has spec.nodeName
+//   set and has skip[i] == 0, as PodId i, with model_request(pod, node):
+//   CPU and memory, whole GPUs (nvidia.com/gpu), shares of one GPU (shared
+//   replicas, gpupack.io/gpu-milli), advertised MIG devices and gpupack's
+//   own annotation. First every pod whose GPUs are known (its
+//   gpupack.io/assigned-gpus annotation) and every pod without GPUs, then
+//   the pods whose GPU ids are unknown (placed by another scheduler, or an
+//   unusable annotation) on the GPUs the engine would choose
+//   (choose_placement), until the pod says otherwise.
+// - Nothing is silently absorbed: a pod that does not fit what its node has
+//   left (more GPUs claimed than the node has) is a conflict: not charged,
+//   counted in `conflicts` and named in `messages` ("ns/name: why"); so is a
+//   pod on a node not in `nodes`, and an unusable annotation (the pod is
+//   still charged, on chosen GPUs).
+// - `unknown_ids` lists the PodIds charged on GPUs chosen here.
+// - node_gate(): what the objects cannot tell the engine, as an
+//   unresolvable reason ("model: ..." for a GPU product not in the catalog
+//   when the pod names GPU models, "topology: ..." for a required
+//   gpupack.io/gpu-scope level the node does not declare); "" when none.
+// - pending_reason(): why a pending pod fits no node now: "schedulable", the
+//   dimension that blocked most nodes (model/status.h names), or "no_nodes".
+// - expected_workload(): the FGD target: the GPU pods' requests, else a
+//   default mix (whole 1/2/4/8 GPUs and quarter/half shares).
+// - probe_requests(): the requests stranded capacity is judged by: the
+//   pending pods' distinct requests, else the target's classes.
+// - O(pods x GPUs); not thread-safe for `state`.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "frag/fgd.h"
+#include "io/kubectl.h"
+#include "model/cluster_state.h"
+
+namespace gpupack {
+
+struct ChargeResult {
+  std::vector<std::string> messages;
+  int conflicts = 0;
+  std::vector<PodId> unknown_ids;
+};
+
+ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
+                                 const std::unordered_map<std::string, int>& node_index,
+                                 const std::vector<K8sPod>& pods, std::span<const uint8_t> skip = {});
+
+std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods);
+std::vector<Request> probe_requests(const std::vector<K8sNode>& nodes, const std::vector<const K8sPod*>& pending,
+                                    const TargetWorkload& target);
+
+std::string node_gate(const K8sNode& node, const K8sPod& pod);
+
+std::string pending_reason(const ClusterState& state, const std::vector<K8sNode>& nodes, const K8sPod& pod);
+
+}  // namespace gpupack

@@ -1,0 +1,73 @@
+#include "frag/cluster_metrics.h"
+
+#include <algorithm>
+
+namespace gpupack {
+
+namespace {
+
+// Could `req` use GPU g of node n now (with enough other GPUs for its count)?
+bool probe_uses(const ClusterState& s, NodeId n, int g, const Request& req) {
+  if (!req.is_gpu() || !model_allowed(req.allowed_models, s.gpu_model(n))) return false;
+  if (s.cpu_free_milli(n) < req.cpu_milli || s.memory_free_mib(n) < req.memory_mib) return false;
+  if (s.gpu_count(n) < req.gpu_count || s.gpu_fit(n, g, req) != Dimension::kNone) return false;
+  int fit = 0;
+  for (int k = 0; k < s.gpu_count(n) && fit < req.gpu_count; ++k) fit += s.gpu_fit(n, k, req) == Dimension::kNone;
+  return fit >= req.gpu_count;
+}
+
+}  // namespace
+
+ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& target, std::span<const Request> probes) {
+  ClusterMetrics m;
+  const GpuCatalog& cat = GpuCatalog::builtin();
+  m.node_count = s.node_count();
+  m.bound_pods = s.bound_pod_count();
+  std::map<GpuModelId, ClusterMetrics::Pool> pools;
+  for (int i = 0; i < s.node_count(); ++i) {
+    const NodeId n{i};
+    const NodeSpec& spec = s.spec(n);
+    const int gpus = s.gpu_count(n);
+    if (gpus == 0 && spec.mig_devices.empty()) continue;
+    const std::string model = gpus > 0 ? cat.spec(s.gpu_model(n)).name : "";
+    ClusterMetrics::Node nm{std::string(s.node_name(n)), model, 0, int64_t{gpus} * kGpuMilliPerGpu, {}};
+    for (const MigDeviceCount& d : spec.mig_devices)
+      nm.mig[d.profile] = {d.count - s.mig_devices_free(n, d.profile), d.count};
+    const auto free = s.gpu_free_milli(n);
+    ClusterMetrics::Pool* pool = nullptr;
+    if (gpus > 0) {
+      pool = &pools[s.gpu_model(n)];
+      pool->model = model;
+      pool->capacity_milli += nm.capacity_milli;
+      pool->free_milli += s.gpu_free_total_milli(n);
+      const double frag = node_fragmentation_milli(target, s, n);
+      pool->fragmentation_milli += frag;
+      m.cluster_fragmentation_milli += frag;
+      m.cluster_free_milli += s.gpu_free_total_milli(n);
+    }
+    for (int g = 0; g < gpus; ++g) {
+      ClusterMetrics::Gpu gm;
+      gm.node = nm.name;
+      gm.gpu = g;
+      gm.model = model;
+      gm.allocated_milli = kGpuMilliPerGpu - free[static_cast<size_t>(g)];
+      gm.memory_mib = s.gpu_memory_total_mib(n, g);
+      gm.allocated_memory_mib = gm.memory_mib > 0 ? gm.memory_mib - s.gpu_memory_free_mib(n, g) : 0;
+      nm.allocated_milli += gm.allocated_milli;
+      if (free[static_cast<size_t>(g)] > 0) {
+        gm.stranded = std::none_of(probes.begin(), probes.end(),
+                                   [&](const Request& r) { return probe_uses(s, n, g, r); });
+        if (gm.stranded) {
+          ++pool->stranded_gpus;
+          if (gm.memory_mib > 0) gm.stranded_memory_mib = std::max<int64_t>(0, s.gpu_memory_free_mib(n, g));
+        }
+      }
+      m.gpus.push_back(std::move(gm));
+    }
+    m.nodes.push_back(std::move(nm));
+  }
+  for (auto& [id, p] : pools) m.pools.push_back(std::move(p));
+  return m;
+}
+
+}  // namespace gpupack

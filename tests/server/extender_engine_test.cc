@@ -1,0 +1,268 @@
+// The extender as an adapter over the engine: the top score is the engine's
+// choice, placements are learned whoever binds, and pods placed by other
+// schedulers (whole GPUs, shares, MIG devices) are charged without over-commit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "analyze/analyze.h"
+#include "io/kubectl.h"
+#include "model/cluster_state.h"
+#include "policy/registry.h"
+#include "sched/scheduler.h"
+#include "io/pod_resources.h"
+#include "server/extender_service.h"
+#include "support/k8s_fixtures.h"
+
+namespace gpupack {
+namespace {
+
+using nlohmann::json;
+using testing::node_json;
+using testing::pod_json;
+
+ExtenderArgs names_args(const json& pod, std::vector<std::string> names) {
+  ExtenderArgs a;
+  a.pod = pod;
+  a.node_names = std::move(names);
+  return a;
+}
+
+void load(ExtenderService& s, const std::vector<json>& nodes, const std::vector<json>& pods) {
+  std::vector<K8sNode> n;
+  for (const json& j : nodes) n.push_back(parse_node(j));
+  std::vector<K8sPod> p;
+  for (const json& j : pods) p.push_back(parse_pod(j));
+  s.set_cluster(std::move(n), std::move(p), pods);
+}
+
+int score_of(const HostPriorityList& l, const std::string& host) {
+  for (const HostPriority& h : l)
+    if (h.host == host) return static_cast<int>(h.score);
+  return -1;
+}
+
+// Eight nodes with different fill; bestfit orders them clearly.
+std::vector<json> mixed_nodes() {
+  std::vector<json> nodes;
+  for (int i = 0; i < 8; ++i) nodes.push_back(node_json({.name = "n" + std::to_string(i), .gpus = 8}));
+  return nodes;
+}
+std::vector<json> fill_pods() {
+  std::vector<json> pods;
+  for (int i = 0; i < 8; ++i)
+    for (int g = 0; g < i % 5; ++g)
+      pods.push_back(pod_json({.name = "run-" + std::to_string(i) + "-" + std::to_string(g), .cpu = "1", .gpus = 1,
+                               .node = "n" + std::to_string(i),
+                               .assigned = "n" + std::to_string(i) + ":" + std::to_string(g)}));
+  return pods;
+}
+
+TEST(ExtenderEngine, TheOnlyTenIsTheEnginesChoice) {
+  for (const char* policy : {"bestfit", "fgd", "spread"}) {
+    ExtenderService service(policy);
+    load(service, mixed_nodes(), fill_pods());
+    std::vector<std::string> names;
+    for (int i = 0; i < 8; ++i) names.push_back("n" + std::to_string(i));
+    const json pod = pod_json({.name = "p", .cpu = "1", .gpus = 2});
+    const HostPriorityList scores = service.prioritize(names_args(pod, names), nullptr);
+    // The engine on the same cluster (the same translation, the same cycle).
+    std::vector<NodeSpec> specs;
+    std::vector<K8sNode> nodes;
+    for (const json& j : mixed_nodes()) nodes.push_back(parse_node(j)), specs.push_back(model_node(nodes.back()));
+    ClusterState state(specs);
+    std::vector<json> running = fill_pods();
+    for (size_t i = 0; i < running.size(); ++i) {
+      K8sPod rp = parse_pod(running[i]);
+      const int n = rp.node_name[1] - '0';
+      ASSERT_TRUE(state.bind(PodId{static_cast<int32_t>(i)}, model_request(rp, nodes[static_cast<size_t>(n)]),
+                             Assignment{NodeId{n}, rp.assigned->gpu_mask, 1000}).is_ok());
+    }
+    // FGD needs the service's target; compare the top only for the others.
+    if (std::string(policy) == "fgd") {
+      EXPECT_EQ(std::count_if(scores.begin(), scores.end(), [](const HostPriority& h) { return h.score == 10; }), 1);
+      continue;
+    }
+    auto engine_policy = make_policy(policy, {42, nullptr});
+    Scheduler sched(*engine_policy);
+    const Decision d = sched.decide(state, model_request(parse_pod(pod), nodes[0]));
+    ASSERT_TRUE(d.placed());
+    const std::string chosen = "n" + std::to_string(index(d.assignment.node));
+    EXPECT_EQ(score_of(scores, chosen), 10) << policy;
+    EXPECT_EQ(std::count_if(scores.begin(), scores.end(), [](const HostPriority& h) { return h.score == 10; }), 1)
+        << policy;
+    for (const HostPriority& h : scores) EXPECT_GE(h.score, 1) << policy << " " << h.host;  // all feasible
+  }
+}
+
+TEST(ExtenderEngine, AssumedPlacementsAreChargedReleasedAndCounted) {
+  ServiceOptions o;
+  o.policy = "bestfit";
+  o.assume_on_prioritize = true;
+  o.assume_timeout = std::chrono::milliseconds(200);
+  ExtenderService service(o);
+  load(service, {node_json({.name = "a", .gpus = 2}), node_json({.name = "b", .gpus = 2})}, {});
+  const json p1 = pod_json({.name = "p1", .cpu = "1", .gpus = 2});
+  const json p2 = pod_json({.name = "p2", .cpu = "1", .gpus = 2});
+  ASSERT_EQ(service.filter(names_args(p1, {"a", "b"})).node_names->size(), 2u);
+  HostPriorityList s1 = service.prioritize(names_args(p1, {"a", "b"}), nullptr);
+  const std::string top = score_of(s1, "a") == 10 ? "a" : "b";
+  EXPECT_EQ(service.placements().at("ml/p1"), top);
+  // The next pod sees the assumed placement: only the other node fits.
+  ExtenderFilterResult f2 = service.filter(names_args(p2, {"a", "b"}));
+  ASSERT_EQ(f2.node_names->size(), 1u);
+  EXPECT_NE(f2.node_names->front(), top);
+  EXPECT_EQ(service.metrics().assumed_now, 1);
+  // p1 filtered again: released.
+  service.filter(names_args(p1, {"a", "b"}));
+  EXPECT_EQ(service.placements().count("ml/p1"), 0u);
+  EXPECT_EQ(service.metrics().placements_expired, 1u);
+  // Assumed again, then confirmed by a bind on the same node.
+  s1 = service.prioritize(names_args(p1, {"a", "b"}), nullptr);
+  const std::string top2 = score_of(s1, "a") == 10 ? "a" : "b";
+  EXPECT_EQ(service.bind({"p1", "ml", "uid-p1", top2}).error, "");
+  ServiceMetrics m = service.metrics();
+  EXPECT_EQ(m.placements_assumed, 2u);
+  EXPECT_EQ(m.placements_confirmed, 1u);
+  EXPECT_EQ(m.assumed_now, 0);
+  // An assumption that nothing confirms expires after the timeout.
+  service.prioritize(names_args(p2, {"a", "b"}), nullptr);
+  EXPECT_EQ(service.placements().count("ml/p2"), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  service.filter(names_args(pod_json({.name = "other", .cpu = "1"}), {"a"}));
+  EXPECT_EQ(service.placements().count("ml/p2"), 0u);
+  EXPECT_EQ(service.metrics().placements_expired, 2u);
+}
+
+TEST(ExtenderEngine, AssumedPodConfirmedByTheObjects) {
+  ServiceOptions o;
+  o.policy = "bestfit";
+  o.assume_on_prioritize = true;
+  ExtenderService service(o);
+  std::vector<json> nodes = {node_json({.name = "a", .gpus = 2}), node_json({.name = "b", .gpus = 2})};
+  load(service, nodes, {});
+  json p1 = pod_json({.name = "p1", .cpu = "1", .gpus = 1});
+  HostPriorityList s = service.prioritize(names_args(p1, {"a", "b"}), nullptr);
+  const std::string top = score_of(s, "a") == 10 ? "a" : "b";
+  // A relist that still shows the pod pending keeps the assumption.
+  load(service, nodes, {p1});
+  EXPECT_EQ(service.placements().at("ml/p1"), top);
+  EXPECT_EQ(service.metrics().assumed_now, 1);
+  // The API shows the scheduler's bind (no gpupack annotation).
+  json bound = pod_json({.name = "p1", .cpu = "1", .gpus = 1, .node = top});
+  load(service, nodes, {bound});
+  ServiceMetrics m = service.metrics();
+  EXPECT_EQ(m.placements_confirmed, 1u);
+  EXPECT_EQ(m.assumed_now, 0);
+  EXPECT_EQ(m.bound_pods, 1);
+}
+
+TEST(ExtenderEngine, PodsOfOtherSchedulersAreChargedWithoutOverCommit) {
+  ExtenderService service("bestfit");
+  // n8: a default-scheduled pod holds 2 whole GPUs (no annotation); another
+  // holds a shared replica; mig: another scheduler's pod holds 5 of 7 MIG devices.
+  std::vector<json> nodes = {
+      node_json({.name = "n8", .gpus = 8}),
+      node_json({.name = "mig", .gpus = 0, .mig = {{"1g.10gb", 7}}}),
+  };
+  std::vector<json> pods = {
+      pod_json({.name = "default-2", .cpu = "1", .gpus = 2, .node = "n8"}),
+      pod_json({.name = "mig-5", .cpu = "1", .mig = {{"1g.10gb", 5}}, .node = "mig"}),
+      pod_json({.name = "want-5", .cpu = "1", .gpus = 5}),
+  };
+  load(service, nodes, pods);
+  EXPECT_TRUE(service.unattributed().empty());
+  // gpupack binds 2 more on n8: 4 of 8 taken, so 5 no longer fit.
+  ASSERT_TRUE(service.filter(names_args(pod_json({.name = "mine-2", .cpu = "1", .gpus = 2}), {"n8"}))
+                  .node_names->size() == 1);
+  ASSERT_EQ(service.bind({"mine-2", "ml", "uid-mine-2", "n8"}).error, "");
+  ExtenderFilterResult f = service.filter(names_args(pods[2], {"n8"}));
+  EXPECT_TRUE(f.node_names->empty());
+  ASSERT_TRUE(f.failed_nodes.count("n8"));
+  EXPECT_EQ(f.failed_nodes["n8"].rfind("gpu_milli:", 0), 0u) << f.failed_nodes["n8"];
+  // The two pods' GPUs do not overlap.
+  const std::string mine = service.assignments().at("ml/mine-2");
+  EXPECT_EQ(mine, "n8:2,3");
+  // MIG: 2 of 7 left.
+  EXPECT_TRUE(service.filter(names_args(pod_json({.name = "m3", .cpu = "1", .mig = {{"1g.10gb", 3}}}), {"mig"}))
+                  .node_names->empty());
+  EXPECT_EQ(service.filter(names_args(pod_json({.name = "m2", .cpu = "1", .mig = {{"1g.10gb", 2}}}), {"mig"}))
+                .node_names->size(),
+            1u);
+  ServiceMetrics m = service.metrics();
+  int64_t n8 = -1;
+  for (const auto& node : m.nodes)
+    if (node.name == "n8") n8 = node.allocated_milli;
+  EXPECT_EQ(n8, 4000);
+  for (const auto& node : m.nodes) {
+    if (node.name == "mig") {
+      EXPECT_EQ(node.mig.at("1g.10gb"), (std::pair<int64_t, int64_t>{5, 7}));
+    }
+  }
+  EXPECT_EQ(m.charge_conflicts, 0u);
+}
+
+TEST(ExtenderEngine, MoreGpusClaimedThanANodeHasIsAConflictNotAbsorbed) {
+  ExtenderService service("bestfit");
+  std::vector<json> pods = {pod_json({.name = "a", .cpu = "1", .gpus = 6, .node = "n"}),
+                            pod_json({.name = "b", .cpu = "1", .gpus = 4, .node = "n"})};
+  load(service, {node_json({.name = "n", .gpus = 8})}, pods);
+  ASSERT_EQ(service.unattributed().size(), 1u);
+  EXPECT_NE(service.unattributed()[0].find("ml/b: over-committed on node n"), std::string::npos)
+      << service.unattributed()[0];
+  ServiceMetrics m = service.metrics();
+  EXPECT_EQ(m.charge_conflicts, 1u);
+  EXPECT_EQ(m.nodes.at(0).allocated_milli, 6000);  // never above capacity
+
+  // analyze reports the same true allocation and the conflict.
+  std::vector<K8sPod> parsed;
+  for (const json& p : pods) parsed.push_back(parse_pod(p));
+  AnalysisReport r = analyze_cluster({parse_node(node_json({.name = "n", .gpus = 8}))}, parsed, nullptr);
+  EXPECT_EQ(r.bound_pods, 1);
+  EXPECT_EQ(r.conflicts, 1);
+  ASSERT_EQ(r.pools.size(), 1u);
+  EXPECT_EQ(r.pools[0].allocated_milli, 6000);
+}
+
+TEST(ExtenderEngine, AnalyzeChargesAClusterGpupackNeverScheduled) {
+  std::vector<K8sNode> nodes = {parse_node(node_json({.name = "x", .gpus = 8})),
+                                parse_node(node_json({.name = "y", .gpus = 8}))};
+  std::vector<K8sPod> pods = {parse_pod(pod_json({.name = "a", .cpu = "1", .gpus = 4, .node = "x"})),
+                              parse_pod(pod_json({.name = "b", .cpu = "1", .gpus = 8, .node = "y"})),
+                              parse_pod(pod_json({.name = "c", .cpu = "1", .gpu_milli = 500, .node = "x"}))};
+  AnalysisReport r = analyze_cluster(nodes, pods, nullptr);
+  EXPECT_EQ(r.bound_pods, 3);
+  EXPECT_EQ(r.conflicts, 0);
+  ASSERT_EQ(r.pools.size(), 1u);
+  EXPECT_EQ(r.pools[0].allocated_milli, 12500);
+}
+
+TEST(ExtenderEngine, LegacyFailedNodesListsUnresolvableNodes) {
+  ServiceOptions o;
+  o.policy = "bestfit";
+  o.legacy_failed_nodes = true;
+  ExtenderService service(o);
+  load(service, {node_json({.name = "t4", .product = "Tesla-T4", .gpus = 4})}, {});
+  ExtenderFilterResult f = service.filter(names_args(pod_json({.name = "p", .gpus = 6}), {"t4", "ghost"}));
+  EXPECT_TRUE(f.failed_and_unresolvable_nodes.empty());
+  EXPECT_EQ(f.failed_nodes.size(), 2u);
+  EXPECT_TRUE(f.failed_nodes.count("ghost"));
+}
+
+TEST(ExtenderEngine, PodLevelErrorsAreTheReplysErrorAndPrioritizeScoresZero) {
+  ExtenderService service("bestfit");
+  load(service, {node_json({.name = "a"})}, {});
+  json odd = pod_json({.name = "odd", .extra_limits = {{"nvidia.com/gpumem", "4000"}}});
+  ExtenderFilterResult f = service.filter(names_args(odd, {"a"}));
+  EXPECT_NE(f.error.find("nvidia.com/gpumem"), std::string::npos);
+  std::string error;
+  HostPriorityList p = service.prioritize(names_args(odd, {"a"}), &error);
+  EXPECT_EQ(error, "");
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0].score, 0);
+}
+
+}  // namespace
+}  // namespace gpupack
