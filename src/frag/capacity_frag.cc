@@ -51,4 +51,36 @@ int64_t capacity_fragmentation(const TargetWorkload& target, std::span<const int
   return sum;
 }
 
+StrandedPair stranded_pair(const TargetWorkload& target, std::span<const int64_t> weights, GpuModelId model,
+                           int64_t cpu_free_milli, std::span<const int32_t> gpu_free_milli) {
+  int64_t free_total = 0;
+  for (int32_t f : gpu_free_milli) free_total += f;
+  StrandedPair out;
+  if (free_total == 0) return out;
+  for (size_t i = 0; i < target.classes.size(); ++i) {
+    const int64_t w = weights[i];
+    if (w == 0) continue;
+    const TargetClass& m = target.classes[i];
+    if (m.gpu_count == 0 || !model_allowed(m.allowed_models, model)) {
+      out.capacity += w * free_total;
+      out.one_pod += w * free_total;
+      continue;
+    }
+    const int64_t k_cpu = m.cpu_milli > 0 ? cpu_free_milli / m.cpu_milli : std::numeric_limits<int64_t>::max();
+    int fitting = 0;
+    int64_t below = 0, units = 0;
+    for (int32_t f : gpu_free_milli) {
+      if (f >= m.gpu_milli) {
+        ++fitting;
+        units += f / m.gpu_milli;
+      } else {
+        below += f;
+      }
+    }
+    out.one_pod += w * (fitting < m.gpu_count || k_cpu < 1 ? free_total : below);
+    out.capacity += w * (free_total - std::min(units / m.gpu_count, k_cpu) * m.gpu_count * m.gpu_milli);
+  }
+  return out;
+}
+
 }  // namespace gpupack

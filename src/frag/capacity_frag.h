@@ -45,4 +45,13 @@ int64_t capacity_fragmentation(const TargetWorkload& target, std::span<const int
                                int64_t cpu_free_milli, std::span<const int32_t> gpu_free_milli, bool one_pod = false,
                                bool cpu_capacity = true);
 
+// Both at once, over the same weights: S(n) (capacity, CPU capacity) and
+// FGD's one-pod measure (frag/fgd.h's F x sum w, exact). One pass.
+struct StrandedPair {
+  int64_t capacity = 0;
+  int64_t one_pod = 0;
+};
+StrandedPair stranded_pair(const TargetWorkload& target, std::span<const int64_t> weights, GpuModelId model,
+                           int64_t cpu_free_milli, std::span<const int32_t> gpu_free_milli);
+
 }  // namespace gpupack

@@ -31,6 +31,7 @@ CapFragPolicy::CapFragPolicy(std::shared_ptr<const TargetWorkload> target, Optio
   fgd_weights_ = class_weights(*target_, ClassWeight::kPods);
   weight_sum_ = weight_sum(weights_);
   fgd_weight_sum_ = weight_sum(fgd_weights_);
+  fused_ = options_.fgd_first && weights_ == fgd_weights_ && !options_.one_pod && options_.cpu_capacity;
 }
 
 int64_t CapFragPolicy::node_stranded(const ClusterState& state, NodeId node) const {
@@ -41,10 +42,18 @@ int64_t CapFragPolicy::node_stranded(const ClusterState& state, NodeId node) con
 void CapFragPolicy::refresh(const ClusterState& state, NodeId node) {
   const size_t i = index(node);
   if (frag_version_[i] == state.version(node)) return;
-  frag_[i] = node_stranded(state, node);
-  if (options_.fgd_first)
-    fgd_frag_[i] = capacity_fragmentation(*target_, fgd_weights_, state.gpu_model(node), state.cpu_free_milli(node),
-                                          state.gpu_free_milli(node), /*one_pod=*/true, /*cpu_capacity=*/false);
+  if (fused_) {
+    const StrandedPair p =
+        stranded_pair(*target_, weights_, state.gpu_model(node), state.cpu_free_milli(node), state.gpu_free_milli(node));
+    frag_[i] = p.capacity;
+    fgd_frag_[i] = p.one_pod;
+  } else {
+    frag_[i] = node_stranded(state, node);
+    if (options_.fgd_first)
+      fgd_frag_[i] = capacity_fragmentation(*target_, fgd_weights_, state.gpu_model(node),
+                                            state.cpu_free_milli(node), state.gpu_free_milli(node),
+                                            /*one_pod=*/true, /*cpu_capacity=*/false);
+  }
   frag_version_[i] = state.version(node);
 }
 
@@ -55,15 +64,23 @@ int64_t CapFragPolicy::evaluate_after(const ClusterState& state, NodeId node, in
   const int64_t cap = int64_t{state.gpu_count(node)} * kGpuMilliPerGpu;
   // Key 3 in 0..1023: less free GPU share left scores higher.
   const int64_t fit = options_.tie_break && cap > 0 ? 1023 - free_after * 1023 / cap : 0;
-  const int64_t ds = frag_[i] - capacity_fragmentation(*target_, weights_, model, cpu_after, after, options_.one_pod,
-                                                       options_.cpu_capacity);
+  int64_t ds = 0, df = 0;
+  if (fused_) {
+    const StrandedPair p = stranded_pair(*target_, weights_, model, cpu_after, after);
+    ds = frag_[i] - p.capacity;
+    df = fgd_frag_[i] - p.one_pod;
+  } else {
+    ds = frag_[i] - capacity_fragmentation(*target_, weights_, model, cpu_after, after, options_.one_pod,
+                                           options_.cpu_capacity);
+    if (options_.fgd_first)
+      df = fgd_frag_[i] - capacity_fragmentation(*target_, fgd_weights_, model, cpu_after, after,
+                                                 /*one_pod=*/true, /*cpu_capacity=*/false);
+  }
   if (!options_.fgd_first) {
     const int64_t key = options_.coarse_score ? sigmoid_score(static_cast<double>(ds) / weight_sum_) : ds;
     return key * 1024 + fit;
   }
-  // FGD's F over the same classes, as an exact integer: F x sum count.
-  const int64_t df = fgd_frag_[i] - capacity_fragmentation(*target_, fgd_weights_, model, cpu_after, after,
-                                                           /*one_pod=*/true, /*cpu_capacity=*/false);
+  // df: FGD's F over the same classes, as an exact integer (F x sum count).
   const int64_t key1 = sigmoid_score(static_cast<double>(df) / fgd_weight_sum_);  // 0..100
   // Key 2 in milli, bounded by the node's GPU milli (|dS / sum w| <= L <= 32,000).
   constexpr int64_t kHalf = int64_t{1} << 20;

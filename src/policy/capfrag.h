@@ -31,8 +31,8 @@
 // GPUPACK_CAPFRAG_ABLATION); the default is the rule above.
 //
 // Performance: F(n) and S(n) cached per node version, (score, GPUs) per
-// (node version, request shape), as FgdPolicy; a candidate costs two
-// O(classes x GPUs) passes, about 1.6x FGD. A request that is not plain, or
+// (node version, request shape), as FgdPolicy; a candidate costs one
+// O(classes x GPUs) pass computing F and S together (stranded_pair). A request that is not plain, or
 // a cluster with any hardware-configured node, is scored by FGD itself
 // (policy/fgd.h) for the whole decision.
 #pragma once
@@ -87,6 +87,7 @@ class CapFragPolicy final : public Policy {
   double weight_sum_ = 1, fgd_weight_sum_ = 1;
   FgdPolicy fallback_;
   bool use_fallback_ = false;
+  bool fused_ = false;  // S and F in one pass (stranded_pair): the default options
   bool has_hardware_nodes_ = false;
   std::vector<int64_t> frag_, fgd_frag_;  // S(n), F(n) x sum count (integer)
   std::vector<uint64_t> frag_version_;

@@ -105,3 +105,22 @@ TEST(CapFrag, RequiresATargetWorkload) {
 
 }  // namespace
 }  // namespace gpupack
+
+namespace gpupack {
+namespace {
+
+TEST(CapacityFragmentation, OnePassPairEqualsTheTwoMeasures) {
+  const auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(
+      std::vector<Request>{{8000, 0, 1, 1000, 0}, {2000, 0, 1, 470, 0}, {4000, 0, 2, 1000, 0}, {1000, 0, 0, 0, 0}},
+      {}, 1.0));
+  const auto w = class_weights(*target, ClassWeight::kPods);
+  const std::vector<int32_t> free = {1000, 530, 1000, 60};
+  for (int64_t cpu : {0, 3000, 9000, 64000}) {
+    const StrandedPair p = stranded_pair(*target, w, kG2, cpu, free);
+    EXPECT_EQ(p.capacity, capacity_fragmentation(*target, w, kG2, cpu, free)) << cpu;
+    EXPECT_EQ(p.one_pod, capacity_fragmentation(*target, w, kG2, cpu, free, true, false)) << cpu;
+  }
+}
+
+}  // namespace
+}  // namespace gpupack
