@@ -66,6 +66,7 @@ void BM_OpenbDefaultExperiment(benchmark::State& state, const std::string& polic
   run_one(state, *l, policy);
 }
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, fgd, std::string("fgd"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, capfrag, std::string("capfrag"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, bestfit, std::string("bestfit"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, dotprod, std::string("dotprod"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, gpupacking, std::string("gpupacking"))->Unit(benchmark::kMillisecond);
@@ -110,6 +111,7 @@ void BM_DecideHalfFullOpenb(benchmark::State& state, const std::string& policy_n
   }
 }
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, fgd, std::string("fgd"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, capfrag, std::string("capfrag"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "policy/best_fit.h"
+#include "policy/capfrag.h"
 #include "policy/dot_product.h"
 #include "policy/fgd.h"
 #include "policy/first_fit.h"
@@ -34,6 +35,8 @@ std::vector<PolicyInfo>& table() {
        [](const PolicyOptions& o) { return std::make_unique<FgdPolicy>(o.target); }},
       {"firstfit", "the first feasible node in rank order", plain<FirstFitPolicy>()},
       {"spread", "the most free capacity left (Kubernetes LeastAllocated)", plain<SpreadPolicy>()},
+      {"capfrag", "FGD, ties broken by the least growth of GPU capacity stranded by CPU and packing",
+       [](const PolicyOptions& o) { return std::make_unique<CapFragPolicy>(o.target); }},
   };
   return t;
 }
