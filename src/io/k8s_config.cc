@@ -506,7 +506,7 @@ std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
         if (!check_fields(c, pcs[j], cp, {{"name", Kind::kString}, {"args", Kind::kMap}})) continue;
         YAML::Node pname = c.need(pcs[j], "name", cp);
         if (!pname || !pname.IsScalar()) continue;
-        const std::string n = pname.Scalar();
+        const std::string& n = pname.Scalar();
         if (intree_plugins().count(n) == 0) {
           c.add(cp + ".name", fmt::format("\"{}\" is not an in-tree descheduler plugin", n));
           continue;

@@ -150,6 +150,7 @@ class Walker {
         size_t i = 0;
         for (auto e : a) {
           od::value item;
+          // NOLINTNEXTLINE(performance-move-const-arg): simdjson_result::get() is &&-qualified
           check(std::move(e).get(item));
           push(i++);
           skip(item, depth + 1);
@@ -330,6 +331,7 @@ NodeListRead read_node_list(Walker& w, od::value v, int depth) {
         size_t i = 0;
         for (auto e : arr) {
           od::value item;
+          // NOLINTNEXTLINE(performance-move-const-arg): simdjson_result::get() is &&-qualified
           w.check(std::move(e).get(item));
           w.push(i);
           const char* start = w.start_of(item);
@@ -377,6 +379,7 @@ NamesRead read_names(Walker& w, od::value v, int depth) {
   size_t i = 0;
   for (auto e : arr) {
     od::value item;
+    // NOLINTNEXTLINE(performance-move-const-arg): simdjson_result::get() is &&-qualified
     w.check(std::move(e).get(item));
     w.push(i);
     const od::json_type it = w.type_of(item);
@@ -604,6 +607,7 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
         for (auto e : arr) {
           od::value item;
           std::string_view text;
+          // NOLINTNEXTLINE(performance-move-const-arg): simdjson_result::get() is &&-qualified
           if (std::move(e).get(item) != simdjson::SUCCESS || simdjson::to_json_string(item).get(text) != simdjson::SUCCESS)
             return std::nullopt;
           item_texts.push_back(text);

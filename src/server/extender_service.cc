@@ -355,7 +355,7 @@ Decision ExtenderService::evaluate_locked(const K8sPod& pod, const std::vector<i
         g->second.push_back(NodeId{n});
         continue;
       }
-      groups.push_back({std::move(req), {NodeId{n}}});
+      groups.emplace_back(std::move(req), std::vector<NodeId>{NodeId{n}});
     } else {
       groups.front().second.push_back(NodeId{n});
     }

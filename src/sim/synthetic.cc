@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -81,7 +82,7 @@ std::vector<NodeSpec> synthetic_nodes(const SyntheticOptions& options) {
     const NodeType& type = kNodeTypes[t];
     const int count = t + 1 == std::size(kNodeTypes)
                           ? options.node_count - made
-                          : static_cast<int>(type.share * options.node_count + 0.5);
+                          : static_cast<int>(std::lround(type.share * options.node_count));
     for (int i = 0; i < count && made < options.node_count; ++i, ++made) {
       nodes.push_back({fmt::format("synth-node-{:05d}", made), type.cpu_milli, type.memory_mib, type.gpus,
                        *GpuCatalog::builtin().find(type.model)});
