@@ -30,7 +30,8 @@ Loaded prepare(std::vector<NodeSpec> nodes, Workload trace, uint64_t seed) {
   l.trace.sort_by_name();
   for (int32_t i : sample_static_arrivals(l.trace.requests, ClusterState(l.nodes).gpu_capacity_milli(), 1.3, seed))
     l.arrivals.push_back(l.trace.requests[i]);
-  l.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(l.trace.requests, l.trace.model_keys));
+  l.target =
+      std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(l.trace.requests, l.trace.model_keys));
   return l;
 }
 

@@ -30,9 +30,11 @@ json node_object(int i) {
   json alloc = {{"cpu", "96"}, {"memory", "512Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "8"}};
   return {{"apiVersion", "v1"},
           {"kind", "Node"},
-          {"metadata", {{"name", "gpu-node-" + std::to_string(i)},
-                        {"labels", {{"nvidia.com/gpu.product", i % 2 ? "NVIDIA-A100-SXM4-80GB" : "NVIDIA-H100-80GB-HBM3"},
-                                    {"kubernetes.io/hostname", "gpu-node-" + std::to_string(i)}}}}},
+          {"metadata",
+           {{"name", "gpu-node-" + std::to_string(i)},
+            {"labels",
+             {{"nvidia.com/gpu.product", i % 2 ? "NVIDIA-A100-SXM4-80GB" : "NVIDIA-H100-80GB-HBM3"},
+              {"kubernetes.io/hostname", "gpu-node-" + std::to_string(i)}}}}},
           {"spec", json::object()},
           {"status", {{"capacity", alloc}, {"allocatable", alloc}}}};
 }

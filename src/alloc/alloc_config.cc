@@ -15,8 +15,7 @@ namespace gpupack {
 namespace {
 
 [[noreturn]] void bad(std::string_view key, std::string_view value, std::string_view why) {
-  throw std::invalid_argument(
-      fmt::format("alloc conf: key '{}' value '{}': {}", excerpt(key), excerpt(value), why));
+  throw std::invalid_argument(fmt::format("alloc conf: key '{}' value '{}': {}", excerpt(key), excerpt(value), why));
 }
 
 std::uint64_t parse_uint(std::string_view key, std::string_view value) {
@@ -132,7 +131,8 @@ AllocConfig parse_alloc_conf(std::string_view text) {
     if (item.empty()) throw std::invalid_argument(fmt::format("alloc conf '{}': empty entry", excerpt(text)));
     std::size_t colon = item.find(':');
     if (colon == std::string::npos) {
-      throw std::invalid_argument(fmt::format("alloc conf '{}': entry '{}' is not key:value", excerpt(text), excerpt(item)));
+      throw std::invalid_argument(
+          fmt::format("alloc conf '{}': entry '{}' is not key:value", excerpt(text), excerpt(item)));
     }
     std::string_view key = std::string_view(item).substr(0, colon);
     std::string_view value = std::string_view(item).substr(colon + 1);
@@ -179,8 +179,8 @@ AllocConfig parse_alloc_conf(std::string_view text) {
 
 std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   auto fail = [&] {
-    throw std::invalid_argument(fmt::format(
-        "{}: '{}' is not a byte count (examples: 81920, 512MiB, 80GiB, 2GB)", what, excerpt(text)));
+    throw std::invalid_argument(
+        fmt::format("{}: '{}' is not a byte count (examples: 81920, 512MiB, 80GiB, 2GB)", what, excerpt(text)));
   };
   std::size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
@@ -195,16 +195,26 @@ std::uint64_t parse_bytes(std::string_view text, std::string_view what) {
   }
   std::string_view unit = text.substr(i);
   double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KiB") mult = 1024.0;
-  else if (unit == "MiB") mult = static_cast<double>(kMiB);
-  else if (unit == "GiB") mult = static_cast<double>(kGiB);
-  else if (unit == "TiB") mult = static_cast<double>(kGiB) * 1024.0;
-  else if (unit == "KB" || unit == "kB") mult = 1e3;
-  else if (unit == "MB") mult = 1e6;
-  else if (unit == "GB") mult = 1e9;
-  else if (unit == "TB") mult = 1e12;
-  else fail();
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "KiB")
+    mult = 1024.0;
+  else if (unit == "MiB")
+    mult = static_cast<double>(kMiB);
+  else if (unit == "GiB")
+    mult = static_cast<double>(kGiB);
+  else if (unit == "TiB")
+    mult = static_cast<double>(kGiB) * 1024.0;
+  else if (unit == "KB" || unit == "kB")
+    mult = 1e3;
+  else if (unit == "MB")
+    mult = 1e6;
+  else if (unit == "GB")
+    mult = 1e9;
+  else if (unit == "TB")
+    mult = 1e12;
+  else
+    fail();
   double bytes = number * mult;
   if (bytes >= 1.8e19) fail();
   return static_cast<std::uint64_t>(bytes);

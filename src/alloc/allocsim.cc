@@ -19,7 +19,9 @@ double frag(std::uint64_t reserved, std::uint64_t allocated) {
 
 std::string label(const std::string& config) { return config.empty() ? "default" : config; }
 
-std::string gib(std::uint64_t bytes) { return fmt::format("{:.3f}", static_cast<double>(bytes) / static_cast<double>(kGiB)); }
+std::string gib(std::uint64_t bytes) {
+  return fmt::format("{:.3f}", static_cast<double>(bytes) / static_cast<double>(kGiB));
+}
 
 }  // namespace
 
@@ -56,8 +58,8 @@ ReplayResult replay(const Trace& trace, const AllocConfig& config, const ReplayO
       BlockRef b = model.malloc(e.size_bytes, e.stream);
       live[e.slot] = b;
       if (b == nullptr && !s.first_oom) {
-        s.first_oom = OomInfo{i, e.time_us, round_request_size(e.size_bytes, config), st.reserved_bytes,
-                              st.allocated_bytes};
+        s.first_oom =
+            OomInfo{i, e.time_us, round_request_size(e.size_bytes, config), st.reserved_bytes, st.allocated_bytes};
       }
     } else {
       BlockRef b = live[e.slot];
@@ -105,9 +107,11 @@ std::size_t recommend(const std::vector<ReplayResult>& results, std::string* rea
       const auto& base = results[0].summary;
       std::string vs;
       if (*best != 0) {
-        const double saved = base.peak_reserved_bytes == 0 ? 0.0
-            : 100.0 * (static_cast<double>(base.peak_reserved_bytes) - static_cast<double>(b.peak_reserved_bytes)) /
-                  static_cast<double>(base.peak_reserved_bytes);
+        const double saved =
+            base.peak_reserved_bytes == 0
+                ? 0.0
+                : 100.0 * (static_cast<double>(base.peak_reserved_bytes) - static_cast<double>(b.peak_reserved_bytes)) /
+                      static_cast<double>(base.peak_reserved_bytes);
         vs = fmt::format(", {:.1f}% below '{}'", saved, label(base.config));
       }
       *reason = fmt::format(
@@ -131,19 +135,16 @@ std::size_t recommend(const std::vector<ReplayResult>& results, std::string* rea
 }
 
 std::vector<std::string> default_comparison_configs() {
-  return {"",
-          "expandable_segments:True",
-          "max_split_size_mb:128",
-          "roundup_power2_divisions:4",
+  return {"", "expandable_segments:True", "max_split_size_mb:128", "roundup_power2_divisions:4",
           "garbage_collection_threshold:0.8,per_process_memory_fraction:1.0"};
 }
 
 std::string format_comparison_table(const std::vector<ReplayResult>& results) {
   std::size_t width = 7;
   for (const auto& r : results) width = std::max(width, label(r.summary.config).size());
-  std::string out = fmt::format("{:<{}}  {:>10} {:>10} {:>8} {:>8} {:>10} {:>9} {:>8} {:>6}  {}\n", "config", width,
-                                "peak_alloc", "peak_resv", "frag@pk", "frag_avg", "largest", "dev_alloc",
-                                "retries", "ooms", "first_oom_event");
+  std::string out =
+      fmt::format("{:<{}}  {:>10} {:>10} {:>8} {:>8} {:>10} {:>9} {:>8} {:>6}  {}\n", "config", width, "peak_alloc",
+                  "peak_resv", "frag@pk", "frag_avg", "largest", "dev_alloc", "retries", "ooms", "first_oom_event");
   for (const auto& r : results) {
     const auto& s = r.summary;
     out += fmt::format("{:<{}}  {:>10} {:>10} {:>8.3f} {:>8.3f} {:>10} {:>9} {:>8} {:>6}  {}\n", label(s.config), width,
@@ -205,9 +206,8 @@ void write_replay_outputs(const std::vector<ReplayResult>& results, const std::s
   for (std::size_t c = 0; c < results.size(); ++c) {
     const std::string name = label(results[c].summary.config);
     for (const SeriesPoint& p : results[c].series) {
-      series << fmt::format("{},\"{}\",{},{},{},{},{:.6f},{},{},{}\n", c, name, p.event, p.time_us,
-                            p.allocated_bytes, p.reserved_bytes, p.fragmentation, p.largest_free_block_bytes,
-                            p.device_allocs, p.ooms);
+      series << fmt::format("{},\"{}\",{},{},{},{},{:.6f},{},{},{}\n", c, name, p.event, p.time_us, p.allocated_bytes,
+                            p.reserved_bytes, p.fragmentation, p.largest_free_block_bytes, p.device_allocs, p.ooms);
     }
   }
   if (!series) throw std::runtime_error(fmt::format("{}: write failed", series_path));

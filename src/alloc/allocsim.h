@@ -49,8 +49,8 @@ struct ReplaySummary {
   std::uint64_t events = 0;
   std::uint64_t peak_allocated_bytes = 0;
   std::uint64_t peak_reserved_bytes = 0;
-  double fragmentation_at_peak = 0;    // at the first event reaching peak reserved
-  double mean_fragmentation = 0;       // sum(reserved - allocated) / sum(reserved) over events
+  double fragmentation_at_peak = 0;  // at the first event reaching peak reserved
+  double mean_fragmentation = 0;     // sum(reserved - allocated) / sum(reserved) over events
   std::uint64_t final_reserved_bytes = 0;
   std::uint64_t final_largest_free_block_bytes = 0;
   std::uint64_t device_allocs = 0;

@@ -349,7 +349,8 @@ std::uint64_t CachingAllocatorModel::try_merge(Pool& pool, Block* dst, Block* sr
 
 void CachingAllocatorModel::free(BlockRef ref) {
   Block* block = const_cast<Block*>(ref);
-  if (block == nullptr || !block->allocated) throw std::invalid_argument("allocator model: free of a block that is not allocated");
+  if (block == nullptr || !block->allocated)
+    throw std::invalid_argument("allocator model: free of a block that is not allocated");
   Pool& pool = block->small ? small_ : large_;
   stats_.allocated_bytes -= block->size;
   stats_.requested_bytes -= block->requested;
@@ -378,13 +379,11 @@ void CachingAllocatorModel::release_block(Pool& pool, Block* block) {
 }
 
 void CachingAllocatorModel::garbage_collect() {
-  const auto limit = static_cast<std::uint64_t>(config_.garbage_collection_threshold *
-                                                static_cast<double>(memory_limit()));
+  const auto limit =
+      static_cast<std::uint64_t>(config_.garbage_collection_threshold * static_cast<double>(memory_limit()));
   if (stats_.reserved_bytes <= limit) return;
   const std::uint64_t target = stats_.reserved_bytes - limit;
-  auto releasable = [](const Block* b) {
-    return b->prev == nullptr && b->next == nullptr && !b->segment->expandable;
-  };
+  auto releasable = [](const Block* b) { return b->prev == nullptr && b->next == nullptr && !b->segment->expandable; };
   double total_age = 0;
   std::uint64_t count = 0;
   for (const Block* b : large_.blocks) {
@@ -494,8 +493,8 @@ std::uint64_t CachingAllocatorModel::largest_free_block() const {
 }
 
 BlockView CachingAllocatorModel::view(BlockRef b) {
-  return BlockView{b->addr, b->size, b->requested, b->stream, b->small, b->allocated, b->mapped,
-                   b->segment != nullptr ? b->segment->base : 0};
+  return BlockView{b->addr,  b->size,      b->requested, b->stream,
+                   b->small, b->allocated, b->mapped,    b->segment != nullptr ? b->segment->base : 0};
 }
 
 std::vector<BlockView> CachingAllocatorModel::blocks() const {

@@ -27,12 +27,12 @@
 
 namespace gpupack {
 
-inline constexpr std::uint64_t kMinBlockSize = 512;          // every block is a multiple
-inline constexpr std::uint64_t kSmallSize = 1 * kMiB;        // pool boundary
-inline constexpr std::uint64_t kSmallBuffer = 2 * kMiB;      // small-pool segment / page
-inline constexpr std::uint64_t kLargeBuffer = 20 * kMiB;     // large-pool segment / page
-inline constexpr std::uint64_t kMinLargeAlloc = 10 * kMiB;   // below: 20 MiB segments
-inline constexpr std::uint64_t kRoundLarge = 2 * kMiB;       // large segment rounding
+inline constexpr std::uint64_t kMinBlockSize = 512;         // every block is a multiple
+inline constexpr std::uint64_t kSmallSize = 1 * kMiB;       // pool boundary
+inline constexpr std::uint64_t kSmallBuffer = 2 * kMiB;     // small-pool segment / page
+inline constexpr std::uint64_t kLargeBuffer = 20 * kMiB;    // large-pool segment / page
+inline constexpr std::uint64_t kMinLargeAlloc = 10 * kMiB;  // below: 20 MiB segments
+inline constexpr std::uint64_t kRoundLarge = 2 * kMiB;      // large segment rounding
 
 // Rounds a requested size as the allocator does (512 B minimum and multiple,
 // or the next power-of-two division when roundup_power2_divisions applies).
@@ -42,17 +42,17 @@ std::uint64_t round_request_size(std::uint64_t bytes, const AllocConfig& config)
 std::uint64_t segment_size_for(std::uint64_t rounded_bytes, const AllocConfig& config);
 
 struct AllocStats {
-  std::uint64_t allocated_bytes = 0;   // sum of live (rounded) block sizes
-  std::uint64_t requested_bytes = 0;   // sum of live caller sizes
-  std::uint64_t reserved_bytes = 0;    // cudaMalloc'd segments + mapped pages
+  std::uint64_t allocated_bytes = 0;  // sum of live (rounded) block sizes
+  std::uint64_t requested_bytes = 0;  // sum of live caller sizes
+  std::uint64_t reserved_bytes = 0;   // cudaMalloc'd segments + mapped pages
   std::uint64_t peak_allocated_bytes = 0;
   std::uint64_t peak_reserved_bytes = 0;
-  std::uint64_t segments = 0;          // live non-expandable segments
-  std::uint64_t num_device_alloc = 0;  // cudaMalloc calls + page-map calls
-  std::uint64_t num_device_free = 0;   // cudaFree calls + page-unmap calls
-  std::uint64_t num_alloc_retries = 0; // retries after releasing the whole cache
+  std::uint64_t segments = 0;           // live non-expandable segments
+  std::uint64_t num_device_alloc = 0;   // cudaMalloc calls + page-map calls
+  std::uint64_t num_device_free = 0;    // cudaFree calls + page-unmap calls
+  std::uint64_t num_alloc_retries = 0;  // retries after releasing the whole cache
   std::uint64_t num_ooms = 0;
-  std::uint64_t num_gc_releases = 0;   // segments freed by garbage collection
+  std::uint64_t num_gc_releases = 0;  // segments freed by garbage collection
 };
 
 struct Segment;
@@ -62,19 +62,19 @@ struct Block {
   std::uint64_t size = 0;
   std::uint64_t requested = 0;  // caller size while allocated
   std::int32_t stream = 0;
-  bool small = false;           // small pool (<= 1 MiB) or large pool
+  bool small = false;  // small pool (<= 1 MiB) or large pool
   bool allocated = false;
-  bool mapped = true;           // false: unmapped range of an expandable segment
-  Block* prev = nullptr;        // neighbours in the same segment, by address
+  bool mapped = true;     // false: unmapped range of an expandable segment
+  Block* prev = nullptr;  // neighbours in the same segment, by address
   Block* next = nullptr;
   Segment* segment = nullptr;
-  std::uint64_t gc_base = 0;    // pool search count when the block was freed
+  std::uint64_t gc_base = 0;  // pool search count when the block was freed
 };
 
 struct Segment {
   std::uint64_t base = 0;
-  std::uint64_t size = 0;       // bytes (virtual size for expandable ones)
-  std::uint64_t page = 0;       // mapping granularity (expandable only)
+  std::uint64_t size = 0;  // bytes (virtual size for expandable ones)
+  std::uint64_t page = 0;  // mapping granularity (expandable only)
   bool expandable = false;
 };
 

@@ -104,18 +104,18 @@ CudaDriver::LoadResult CudaDriver::load(const std::string& library) {
   if (lib == nullptr) {
     const char* err = dlerror();
     result.error = LoadError::kNoDriver;
-    result.message = fmt::format("no CUDA driver: cannot load {} ({})", library, err != nullptr ? err : "unknown error");
+    result.message =
+        fmt::format("no CUDA driver: cannot load {} ({})", library, err != nullptr ? err : "unknown error");
     return result;
   }
   auto api = std::make_unique<Api>();
-  bool ok = bind(lib, api->cuInit, "cuInit", false) && bind(lib, api->cuDeviceGetCount, "cuDeviceGetCount", false) &&
-            bind(lib, api->cuDeviceGet, "cuDeviceGet", false) &&
-            bind(lib, api->cuDeviceGetName, "cuDeviceGetName", false) &&
-            bind(lib, api->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", false) &&
-            bind(lib, api->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", true) &&
-            bind(lib, api->cuCtxSetCurrent, "cuCtxSetCurrent", false) &&
-            bind(lib, api->cuMemGetInfo, "cuMemGetInfo", true) && bind(lib, api->cuMemAlloc, "cuMemAlloc", true) &&
-            bind(lib, api->cuMemFree, "cuMemFree", true);
+  bool ok =
+      bind(lib, api->cuInit, "cuInit", false) && bind(lib, api->cuDeviceGetCount, "cuDeviceGetCount", false) &&
+      bind(lib, api->cuDeviceGet, "cuDeviceGet", false) && bind(lib, api->cuDeviceGetName, "cuDeviceGetName", false) &&
+      bind(lib, api->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", false) &&
+      bind(lib, api->cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease", true) &&
+      bind(lib, api->cuCtxSetCurrent, "cuCtxSetCurrent", false) && bind(lib, api->cuMemGetInfo, "cuMemGetInfo", true) &&
+      bind(lib, api->cuMemAlloc, "cuMemAlloc", true) && bind(lib, api->cuMemFree, "cuMemFree", true);
   bind(lib, api->cuGetErrorString, "cuGetErrorString", false);  // optional
   if (!ok) {
     dlclose(lib);

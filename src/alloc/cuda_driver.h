@@ -49,13 +49,13 @@ class CudaDriver {
 };
 
 // Exit codes of `gpupack probe` (documented in docs/PROBE.md and --help).
-inline constexpr int kProbeExitNoDriver = 3;   // libcuda.so.1 missing or unusable
-inline constexpr int kProbeExitNoDevice = 4;   // driver present, no GPU visible
+inline constexpr int kProbeExitNoDriver = 3;     // libcuda.so.1 missing or unusable
+inline constexpr int kProbeExitNoDevice = 4;     // driver present, no GPU visible
 inline constexpr int kProbeExitDriverError = 5;  // a driver call failed
 
 struct ProbeRun {
-  int exit_code = 0;      // 0 or one of kProbeExit*
-  std::string message;    // why, when exit_code != 0
+  int exit_code = 0;    // 0 or one of kProbeExit*
+  std::string message;  // why, when exit_code != 0
   std::vector<GpuProbe> gpus;
 };
 

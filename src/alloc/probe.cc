@@ -73,8 +73,7 @@ GpuProbe probe_device(DeviceAllocator& allocator, int index, const std::string& 
   p.steps = r.steps;
   p.complete = r.complete;
   p.external_fragmentation =
-      info.free_bytes == 0 ? 0.0
-                           : 1.0 - static_cast<double>(r.largest_bytes) / static_cast<double>(info.free_bytes);
+      info.free_bytes == 0 ? 0.0 : 1.0 - static_cast<double>(r.largest_bytes) / static_cast<double>(info.free_bytes);
   return p;
 }
 

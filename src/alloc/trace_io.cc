@@ -109,22 +109,27 @@ Trace read_trace_csv(const std::string& path) {
       cur = cur.substr(comma + 1);
     }
     if (!header_seen) {
-      if (n != 5 || fields[0] != "time_us" || fields[1] != "action" || fields[2] != "id" ||
-          fields[3] != "size_bytes" || fields[4] != "stream") {
+      if (n != 5 || fields[0] != "time_us" || fields[1] != "action" || fields[2] != "id" || fields[3] != "size_bytes" ||
+          fields[4] != "stream") {
         fail(fmt::format("{}:{}: expected the header 'time_us,action,id,size_bytes,stream'", path, line_no));
       }
       header_seen = true;
       continue;
     }
-    if (n != 5) fail(fmt::format("{}:{}: expected 5 fields (time_us,action,id,size_bytes,stream), got {}", path, line_no, n));
+    if (n != 5)
+      fail(fmt::format("{}:{}: expected 5 fields (time_us,action,id,size_bytes,stream), got {}", path, line_no, n));
     TraceEvent e;
     if (!fields[0].empty() && !parse_int(fields[0], e.time_us)) {
       fail(fmt::format("{}:{}: field time_us: '{}' is not an integer", path, line_no, excerpt(fields[0])));
     }
-    if (fields[1] == "alloc") e.action = TraceAction::kAlloc;
-    else if (fields[1] == "free") e.action = TraceAction::kFree;
-    else fail(fmt::format("{}:{}: field action: '{}' is not alloc or free", path, line_no, excerpt(fields[1])));
-    if (!parse_int(fields[2], e.id)) fail(fmt::format("{}:{}: field id: '{}' is not a non-negative integer", path, line_no, excerpt(fields[2])));
+    if (fields[1] == "alloc")
+      e.action = TraceAction::kAlloc;
+    else if (fields[1] == "free")
+      e.action = TraceAction::kFree;
+    else
+      fail(fmt::format("{}:{}: field action: '{}' is not alloc or free", path, line_no, excerpt(fields[1])));
+    if (!parse_int(fields[2], e.id))
+      fail(fmt::format("{}:{}: field id: '{}' is not a non-negative integer", path, line_no, excerpt(fields[2])));
     if (e.action == TraceAction::kAlloc) {
       if (!parse_int(fields[3], e.size_bytes) || e.size_bytes == 0) {
         fail(fmt::format("{}:{}: field size_bytes: '{}' is not a positive integer", path, line_no, excerpt(fields[3])));
@@ -153,9 +158,7 @@ Trace read_trace_csv(const std::string& path) {
   return trace;
 }
 
-Trace read_snapshot_json(const std::string& path, int device) {
-  return read_trace_json(path, device);
-}
+Trace read_snapshot_json(const std::string& path, int device) { return read_trace_json(path, device); }
 
 namespace {
 
@@ -170,7 +173,9 @@ Trace snapshot_events(const nlohmann::json& doc, const std::string& path, int de
   const auto& list = traces[static_cast<std::size_t>(device)];
   for (std::size_t i = 0; i < list.size(); ++i) {
     const auto& entry = list[i];
-    auto where = [&](const char* field) { return fmt::format("{}: device_traces[{}][{}] field {}", path, device, i, field); };
+    auto where = [&](const char* field) {
+      return fmt::format("{}: device_traces[{}][{}] field {}", path, device, i, field);
+    };
     if (!entry.is_object() || !entry.contains("action") || !entry["action"].is_string()) {
       fail(where("action") + ": missing or not a string");
     }
@@ -183,7 +188,8 @@ Trace snapshot_events(const nlohmann::json& doc, const std::string& path, int de
     }
     TraceEvent e;
     e.action = is_alloc ? TraceAction::kAlloc : TraceAction::kFree;
-    if (!entry.contains("addr") || !entry["addr"].is_number_integer()) fail(where("addr") + ": missing or not an integer");
+    if (!entry.contains("addr") || !entry["addr"].is_number_integer())
+      fail(where("addr") + ": missing or not an integer");
     e.id = entry["addr"].get<std::uint64_t>();
     if (entry.contains("stream")) {
       if (!entry["stream"].is_number_integer()) fail(where("stream") + ": not an integer");
@@ -228,10 +234,14 @@ Trace read_trace_json(const std::string& path, int device) {
     if (!ev.is_object()) fail(fmt::format("{}: events[{}] is not an object", path, i));
     TraceEvent e;
     const auto action = ev.value("action", std::string{});
-    if (action == "alloc") e.action = TraceAction::kAlloc;
-    else if (action == "free") e.action = TraceAction::kFree;
-    else fail(where("action") + fmt::format(": '{}' is not alloc or free", excerpt(action)));
-    if (!ev.contains("id") || !ev["id"].is_number_unsigned()) fail(where("id") + ": missing or not a non-negative integer");
+    if (action == "alloc")
+      e.action = TraceAction::kAlloc;
+    else if (action == "free")
+      e.action = TraceAction::kFree;
+    else
+      fail(where("action") + fmt::format(": '{}' is not alloc or free", excerpt(action)));
+    if (!ev.contains("id") || !ev["id"].is_number_unsigned())
+      fail(where("id") + ": missing or not a non-negative integer");
     e.id = ev["id"].get<std::uint64_t>();
     if (ev.contains("time_us")) {
       if (!ev["time_us"].is_number_integer()) fail(where("time_us") + ": not an integer");
@@ -242,7 +252,8 @@ Trace read_trace_json(const std::string& path, int device) {
       e.stream = static_cast<std::int32_t>(ev["stream"].get<std::int64_t>());
     }
     if (e.action == TraceAction::kAlloc) {
-      if (!ev.contains("size_bytes") || !ev["size_bytes"].is_number_unsigned() || ev["size_bytes"].get<std::uint64_t>() == 0) {
+      if (!ev.contains("size_bytes") || !ev["size_bytes"].is_number_unsigned() ||
+          ev["size_bytes"].get<std::uint64_t>() == 0) {
         fail(where("size_bytes") + ": missing or not a positive integer");
       }
       e.size_bytes = ev["size_bytes"].get<std::uint64_t>();

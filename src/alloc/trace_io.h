@@ -41,9 +41,9 @@ struct TraceEvent {
 
 struct Trace {
   std::vector<TraceEvent> events;
-  std::uint32_t slots = 0;              // number of distinct slots used
-  std::uint64_t skipped_frees = 0;      // snapshot frees with no earlier alloc
-  std::uint64_t skipped_entries = 0;    // snapshot entries that are not alloc/free
+  std::uint32_t slots = 0;            // number of distinct slots used
+  std::uint64_t skipped_frees = 0;    // snapshot frees with no earlier alloc
+  std::uint64_t skipped_entries = 0;  // snapshot entries that are not alloc/free
 };
 
 // Validates ids (a free must follow a live alloc of the same id; an alloc must

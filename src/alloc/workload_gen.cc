@@ -82,7 +82,9 @@ class Emitter {
 };
 
 // Tensor sizes are multiples of 256 bytes, like most real tensors.
-std::uint64_t align256(double bytes) { return std::max<std::uint64_t>(256, static_cast<std::uint64_t>(bytes) / 256 * 256); }
+std::uint64_t align256(double bytes) {
+  return std::max<std::uint64_t>(256, static_cast<std::uint64_t>(bytes) / 256 * 256);
+}
 
 }  // namespace
 
@@ -138,10 +140,10 @@ Trace generate_training(std::uint64_t seed, std::uint64_t steps) {
 
 Trace generate_inference(std::uint64_t seed, std::uint64_t steps) {
   constexpr int kLayers = 16;
-  constexpr int kGroups = 4;                            // KV tensors per request
+  constexpr int kGroups = 4;                             // KV tensors per request
   constexpr std::uint64_t kKvBytesPerToken = 32 * 1024;  // per group
   constexpr std::uint64_t kActBytesPerToken = 16 * 1024;
-  constexpr std::uint64_t kLogitsBytes = 32000 * 4;     // vocabulary x fp32
+  constexpr std::uint64_t kLogitsBytes = 32000 * 4;  // vocabulary x fp32
   constexpr std::size_t kMaxBatch = 16;
   constexpr double kArrivalsPerStep = 0.25;
   Rng rng(seed);

@@ -112,16 +112,25 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
       if (u == used.end() || n == by_name.end()) continue;
       const Request req = request_on(p, *n->second);
       const int64_t cap = n->second->gpu_memory_mib;
-      int64_t requested = p.gpu_memory_mib > 0 ? p.gpu_memory_mib
-                                               : (cap * req.gpu_milli + kGpuMilliPerGpu - 1) / kGpuMilliPerGpu;
+      int64_t requested =
+          p.gpu_memory_mib > 0 ? p.gpu_memory_mib : (cap * req.gpu_milli + kGpuMilliPerGpu - 1) / kGpuMilliPerGpu;
       if (requested <= 0) continue;
-      RightSize rs{p.namespace_name, p.name, workload_of(p), p.node_name, requested,
-                   static_cast<int64_t>(std::ceil(u->second)), "ok", 0};
+      RightSize rs{p.namespace_name,
+                   p.name,
+                   workload_of(p),
+                   p.node_name,
+                   requested,
+                   static_cast<int64_t>(std::ceil(u->second)),
+                   "ok",
+                   0};
       const double suggested = std::ceil(rs.observed_mib * 1.2 / 1024.0) * 1024.0;
       rs.suggested_mib = std::max<int64_t>(1024, static_cast<int64_t>(suggested));
-      if (rs.observed_mib * 2 < rs.requested_mib) rs.advice = "over-sized";
-      else if (rs.observed_mib > rs.requested_mib) rs.advice = "under-sized";
-      else rs.suggested_mib = rs.requested_mib;
+      if (rs.observed_mib * 2 < rs.requested_mib)
+        rs.advice = "over-sized";
+      else if (rs.observed_mib > rs.requested_mib)
+        rs.advice = "under-sized";
+      else
+        rs.suggested_mib = rs.requested_mib;
       r.right_size.push_back(std::move(rs));
     }
   }
@@ -146,16 +155,17 @@ nlohmann::json to_json(const AnalysisReport& r) {
   j["bound_pods"] = r.bound_pods;
   j["pools"] = nlohmann::json::array();
   for (const PoolReport& p : r.pools)
-    j["pools"].push_back({{"model", p.model},
-                          {"nodes", p.nodes},
-                          {"gpus", p.gpus},
-                          {"capacity_milli", p.capacity_milli},
-                          {"allocated_milli", p.allocated_milli},
-                          {"allocation_ratio", p.capacity_milli > 0 ? double(p.allocated_milli) / p.capacity_milli : 0.0},
-                          {"fragmentation_milli", p.fragmentation_milli},
-                          {"fragmentation_ratio", p.fragmentation_ratio},
-                          {"stranded_gpus", p.stranded_gpus},
-                          {"stranded_memory_mib", p.stranded_memory_mib}});
+    j["pools"].push_back(
+        {{"model", p.model},
+         {"nodes", p.nodes},
+         {"gpus", p.gpus},
+         {"capacity_milli", p.capacity_milli},
+         {"allocated_milli", p.allocated_milli},
+         {"allocation_ratio", p.capacity_milli > 0 ? double(p.allocated_milli) / p.capacity_milli : 0.0},
+         {"fragmentation_milli", p.fragmentation_milli},
+         {"fragmentation_ratio", p.fragmentation_ratio},
+         {"stranded_gpus", p.stranded_gpus},
+         {"stranded_memory_mib", p.stranded_memory_mib}});
   j["stranded"] = nlohmann::json::array();
   for (const StrandedGpu& s : r.stranded)
     j["stranded"].push_back({{"node", s.node},
@@ -186,11 +196,10 @@ std::string format_text(const AnalysisReport& r) {
   out += fmt::format("{:<16} {:>6} {:>6} {:>10} {:>8} {:>12} {:>8} {:>9} {:>14}\n", "pool", "nodes", "gpus",
                      "alloc_gpu", "alloc%", "frag_gpu", "frag%", "stranded", "stranded_mem");
   for (const PoolReport& p : r.pools)
-    out += fmt::format("{:<16} {:>6} {:>6} {:>10.2f} {:>7.1f}% {:>12.2f} {:>7.1f}% {:>9} {:>11} MiB\n", p.model,
-                       p.nodes, p.gpus, p.allocated_milli / 1000.0,
-                       p.capacity_milli > 0 ? 100.0 * p.allocated_milli / p.capacity_milli : 0.0,
-                       p.fragmentation_milli / 1000.0, 100.0 * p.fragmentation_ratio, p.stranded_gpus,
-                       p.stranded_memory_mib);
+    out += fmt::format(
+        "{:<16} {:>6} {:>6} {:>10.2f} {:>7.1f}% {:>12.2f} {:>7.1f}% {:>9} {:>11} MiB\n", p.model, p.nodes, p.gpus,
+        p.allocated_milli / 1000.0, p.capacity_milli > 0 ? 100.0 * p.allocated_milli / p.capacity_milli : 0.0,
+        p.fragmentation_milli / 1000.0, 100.0 * p.fragmentation_ratio, p.stranded_gpus, p.stranded_memory_mib);
   out += fmt::format("\nstranded GPUs ({}): free capacity no pending or typical pod can use\n", r.stranded.size());
   for (const StrandedGpu& s : r.stranded)
     out += fmt::format("  {} gpu {} ({}): {} milli, {} MiB free{}\n", s.node, s.gpu, s.model, s.free_milli,
@@ -205,7 +214,9 @@ std::string format_text(const AnalysisReport& r) {
                        s.workload, s.node, s.requested_mib, s.observed_mib, s.advice,
                        s.advice == "ok" ? "" : fmt::format(" (suggest {} MiB)", s.suggested_mib));
   if (!r.unattributed.empty()) {
-    out += fmt::format("\nrunning pods gpupack could not charge as their objects say ({}; {} over-commit their node):\n", r.unattributed.size(), r.conflicts);
+    out +=
+        fmt::format("\nrunning pods gpupack could not charge as their objects say ({}; {} over-commit their node):\n",
+                    r.unattributed.size(), r.conflicts);
     for (const std::string& u : r.unattributed) out += "  " + u + "\n";
   }
   out += "\ndefragmentation plan: " + (r.defrag.available ? r.defrag.plan.dump(1) : r.defrag.note) + "\n";

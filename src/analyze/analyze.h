@@ -86,8 +86,8 @@ struct AnalysisReport {
 
 // The defragmentation planner hook: given the rebuilt state and the pods
 // (PodId i = pods[i]), returns the plan as JSON.
-using DefragPlanner = std::function<nlohmann::json(const ClusterState&, const std::vector<K8sNode>&,
-                                                   const std::vector<K8sPod>&)>;
+using DefragPlanner =
+    std::function<nlohmann::json(const ClusterState&, const std::vector<K8sNode>&, const std::vector<K8sPod>&)>;
 void set_defrag_planner(DefragPlanner planner);
 
 AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,

@@ -48,7 +48,8 @@ void run_allocsim(const AllocsimFlags& f) {
       throw std::invalid_argument(fmt::format("--config '{}': {}", text, e.what()));
     }
   }
-  const Trace trace = f.trace.empty() ? generate_workload(f.generate, f.seed, f.steps) : read_trace_file(f.trace, f.device);
+  const Trace trace =
+      f.trace.empty() ? generate_workload(f.generate, f.seed, f.steps) : read_trace_file(f.trace, f.device);
   if (!f.write_trace.empty()) write_trace_csv(trace, f.write_trace);
 
   std::vector<ReplayResult> results;
@@ -87,7 +88,8 @@ void add_allocsim_command(CLI::App& app) {
   cmd->add_option("--generate", flags->generate, "generate a workload instead: training or inference")
       ->check(CLI::IsMember({"training", "inference"}));
   cmd->add_option("--seed", flags->seed, "seed for --generate")->capture_default_str();
-  cmd->add_option("--steps", flags->steps, "steps for --generate (training steps / decode steps)")->capture_default_str();
+  cmd->add_option("--steps", flags->steps, "steps for --generate (training steps / decode steps)")
+      ->capture_default_str();
   cmd->add_option("--config", flags->configs,
                   "PYTORCH_CUDA_ALLOC_CONF string; repeat to compare (\"default\" or \"\" = defaults); without it a "
                   "standard set is compared");
@@ -96,7 +98,9 @@ void add_allocsim_command(CLI::App& app) {
   cmd->add_option("--out", flags->out_dir, "write series.csv and summary.json into this directory");
   cmd->add_option("--write-trace", flags->write_trace, "also write the (generated or read) trace as CSV");
   cmd->add_option("--sample-every", flags->sample_every, "series sampling interval in events (0 = about 2000 points)");
-  cmd->add_option("--format", flags->format, "output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  cmd->add_option("--format", flags->format, "output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
   cmd->callback([flags] { run_allocsim(*flags); });
 }
 

@@ -66,15 +66,18 @@ void run_analyze(const AnalyzeFlags& f) {
 
 void add_analyze_command(CLI::App& app) {
   auto flags = std::make_shared<AnalyzeFlags>();
-  CLI::App* cmd = app.add_subcommand("analyze", "Report allocation, fragmentation, stranded GPU capacity and GPU "
-                                                "memory right-sizing from kubectl JSON or the live API");
+  CLI::App* cmd = app.add_subcommand("analyze",
+                                     "Report allocation, fragmentation, stranded GPU capacity and GPU "
+                                     "memory right-sizing from kubectl JSON or the live API");
   cmd->add_option("--nodes", flags->nodes, "`kubectl get nodes -o json` output (without --nodes/--pods: the live API)");
   cmd->add_option("--pods", flags->pods, "`kubectl get pods -A -o json` output");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "read the live cluster with this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)");
   cmd->add_option("--context", flags->context, "kubeconfig context to use instead of current-context");
   cmd->add_option("--dcgm", flags->dcgm, "a dcgm-exporter /metrics scrape");
-  cmd->add_option("--format", flags->format, "text or json")->capture_default_str()->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", flags->format, "text or json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("-o,--out", flags->out, "write the report here instead of standard output");
   cmd->callback([flags] { run_analyze(*flags); });
 }

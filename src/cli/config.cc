@@ -15,8 +15,8 @@ namespace gpupack::cli {
 namespace {
 
 struct Output {
-  std::string path;         // "" = stdout
-  std::string configmap;    // wrap in a ConfigMap of this name when set
+  std::string path;       // "" = stdout
+  std::string configmap;  // wrap in a ConfigMap of this name when set
   std::string ns = "gpupack-system";
   std::string key;
 };
@@ -44,7 +44,8 @@ void write(const Output& out, const std::string& text) {
 }  // namespace
 
 void add_config_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("config", "print Kubernetes configuration (device plugin, MIG, descheduler, scheduler, DRA)");
+  auto* cmd =
+      app.add_subcommand("config", "print Kubernetes configuration (device plugin, MIG, descheduler, scheduler, DRA)");
   cmd->require_subcommand(1);
 
   // --- sharing ---
@@ -58,7 +59,9 @@ void add_config_command(CLI::App& app) {
   };
   auto sharing = std::make_shared<SharingOpts>();
   auto* s = cmd->add_subcommand("sharing", "NVIDIA device-plugin sharing config (time-slicing or MPS)");
-  s->add_option("--mode", sharing->mode, "time-slicing | mps")->check(CLI::IsMember({"time-slicing", "mps"}))->capture_default_str();
+  s->add_option("--mode", sharing->mode, "time-slicing | mps")
+      ->check(CLI::IsMember({"time-slicing", "mps"}))
+      ->capture_default_str();
   s->add_option("--replicas", sharing->replicas, "replicas per GPU (>= 2)")->capture_default_str();
   s->add_option("--resource", sharing->resources, "resource to share (repeatable)")->capture_default_str();
   s->add_flag("--rename-by-default", sharing->rename, "advertise replicas as <resource>.shared");
@@ -85,8 +88,9 @@ void add_config_command(CLI::App& app) {
   auto mig = std::make_shared<MigOpts>();
   auto* m = cmd->add_subcommand("mig", "nvidia-mig-parted config with one named layout");
   m->add_option("--name", mig->name, "config name (the nvidia.com/mig.config label value)")->capture_default_str();
-  m->add_option("--layout", mig->layouts, "profile counts per GPU, e.g. 1g.10gb=2,2g.20gb=1,3g.40gb=1; "
-                                          "repeat for several entries, \"disabled\" for MIG off")
+  m->add_option("--layout", mig->layouts,
+                "profile counts per GPU, e.g. 1g.10gb=2,2g.20gb=1,3g.40gb=1; "
+                "repeat for several entries, \"disabled\" for MIG off")
       ->required();
   m->add_option("--device-filter", mig->device_filter, "PCI device filter, e.g. 0x233010DE (repeatable)");
   m->add_option("--devices", mig->devices, "\"all\" or GPU indices such as 0,1,2")->capture_default_str();
@@ -118,14 +122,15 @@ void add_config_command(CLI::App& app) {
       if (!geo) {
         std::string known;
         for (const auto& g : all_mig_geometries()) known += (known.empty() ? "" : ", ") + g.model_name;
-        throw std::invalid_argument(fmt::format("--gpu-model \"{}\": unknown or not MIG-capable (MIG models: {})",
-                                                mig->gpu_model, known));
+        throw std::invalid_argument(
+            fmt::format("--gpu-model \"{}\": unknown or not MIG-capable (MIG models: {})", mig->gpu_model, known));
       }
       // The layout was checked for this model only: select its boards.
       if (base.device_filter.empty()) base.device_filter = geo->pci_device_ids;
     }
     if (mig->name == "all-disabled") {
-      throw std::invalid_argument("--name all-disabled: that name is reserved for the MIG-off config the file always has");
+      throw std::invalid_argument(
+          "--name all-disabled: that name is reserved for the MIG-off config the file always has");
     }
     MigPartedConfig cfg;
     for (const auto& layout : mig->layouts) {
@@ -165,10 +170,11 @@ void add_config_command(CLI::App& app) {
   d->callback([ds] {
     DeschedulerConfig cfg;
     bool low = ds->strategy == "low";
-    cfg.strategy = low ? DeschedulerConfig::Strategy::kLowNodeUtilization
-                       : DeschedulerConfig::Strategy::kHighNodeUtilization;
+    cfg.strategy =
+        low ? DeschedulerConfig::Strategy::kLowNodeUtilization : DeschedulerConfig::Strategy::kHighNodeUtilization;
     cfg.thresholds = {{"cpu", ds->cpu}, {"memory", ds->memory}, {"nvidia.com/gpu", ds->gpu}};
-    cfg.target_thresholds = {{"cpu", ds->cpu_target}, {"memory", ds->memory_target}, {"nvidia.com/gpu", ds->gpu_target}};
+    cfg.target_thresholds = {
+        {"cpu", ds->cpu_target}, {"memory", ds->memory_target}, {"nvidia.com/gpu", ds->gpu_target}};
     if (!low) cfg.target_thresholds.clear();
     write(ds->out, descheduler_policy_yaml(cfg));
   });
@@ -214,8 +220,9 @@ void add_config_command(CLI::App& app) {
   };
   auto dra = std::make_shared<DraOpts>();
   auto* r = cmd->add_subcommand("dra", "DRA DeviceClasses and claims for whole-GPU, shared and MIG requests");
-  r->add_option("--kube-version", dra->kube_version,
-                fmt::format("Kubernetes release, 1.{} .. 1.{} (resource.k8s.io/v1)", kDraMinKubeMinor, kDraMaxKubeMinor))
+  r->add_option(
+       "--kube-version", dra->kube_version,
+       fmt::format("Kubernetes release, 1.{} .. 1.{} (resource.k8s.io/v1)", kDraMinKubeMinor, kDraMaxKubeMinor))
       ->capture_default_str();
   r->add_option("--namespace", dra->cfg.ns, "namespace of the claims and templates")->capture_default_str();
   r->add_option("--gpus", dra->cfg.whole_gpus, "GPUs per whole-GPU claim")->capture_default_str();

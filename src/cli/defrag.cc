@@ -29,7 +29,8 @@ struct DefragFlags {
 void run_defrag(const DefragFlags& f) {
   if (f.format != "table" && f.format != "json" && f.format != "evictions")
     throw std::invalid_argument(fmt::format("--format '{}': expected table, json or evictions", f.format));
-  if (f.max_moves_pct > 100) throw std::invalid_argument(fmt::format("--max-moves-pct {} is above 100", f.max_moves_pct));
+  if (f.max_moves_pct > 100)
+    throw std::invalid_argument(fmt::format("--max-moves-pct {} is above 100", f.max_moves_pct));
   Snapshot snap = read_snapshot(f.state);
   DefragGoal goal;
   goal.kind = parse_goal_kind(f.goal);
@@ -82,12 +83,12 @@ void add_defrag_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--gang", flags->gang, "with --goal admit: admit all pending pods or none");
   cmd->add_option("--frag-below", flags->frag_below, "with --goal frag: target FGD fragmentation, % of GPU capacity");
-  cmd->add_option("--max-moves", flags->max_moves, "at most this many pod moves (-1 = no limit)")->capture_default_str();
+  cmd->add_option("--max-moves", flags->max_moves, "at most this many pod moves (-1 = no limit)")
+      ->capture_default_str();
   cmd->add_option("--max-moves-pct", flags->max_moves_pct, "at most this % of running pods moved");
   cmd->add_option("--max-moved-gpus", flags->max_moved_gpus, "at most this many GPUs' worth of pods moved");
   cmd->add_option("--max-cost", flags->max_cost, "at most this summed move cost");
-  cmd->add_option("--method", flags->method, defrag_method_name_list())
-      ->capture_default_str();
+  cmd->add_option("--method", flags->method, defrag_method_name_list())->capture_default_str();
   cmd->add_option("--policy", flags->policy, "policy that re-places evicted pods (descheduler methods)")
       ->capture_default_str();
   cmd->add_option("--time-limit", flags->time_limit, "stop the planner's search after this many seconds (0 = none)");

@@ -10,9 +10,14 @@ namespace gpupack::cli {
 
 void add_hw_experiment_command(CLI::App& app) {
   auto opt = std::make_shared<HwExperimentOptions>();
-  auto* cmd = app.add_subcommand("hw-experiment", "MIG slot choice experiment: first-free vs MIG-aware on A100-80GB nodes");
-  cmd->add_option("--nodes", opt->node_count, "nodes of 8 x A100-80GB")->capture_default_str()->check(CLI::Range(1, 10000));
-  cmd->add_option("--pods", opt->pod_count, "pods in the workload")->capture_default_str()->check(CLI::Range(1, 1000000));
+  auto* cmd =
+      app.add_subcommand("hw-experiment", "MIG slot choice experiment: first-free vs MIG-aware on A100-80GB nodes");
+  cmd->add_option("--nodes", opt->node_count, "nodes of 8 x A100-80GB")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--pods", opt->pod_count, "pods in the workload")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   cmd->add_option("--seed", opt->seed, "workload seed")->capture_default_str();
   cmd->add_option("--policy", opt->node_policy, "node policy")->capture_default_str();
   cmd->callback([opt] {

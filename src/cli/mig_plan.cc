@@ -31,7 +31,8 @@ void run_mig_plan(const MigPlanFlags& f) {
   const MigRepartitionPlan plan = plan_mig_repartition(inventory, demand);
   const auto& catalog = GpuCatalog::builtin();
   fmt::print("method: {}; GPUs changed: {}\n", plan.method, plan.changed_gpus);
-  for (const auto& [label, d] : {std::pair{"unmet before", &plan.unmet_before}, std::pair{"unmet after", &plan.unmet_after}}) {
+  for (const auto& [label, d] :
+       {std::pair{"unmet before", &plan.unmet_before}, std::pair{"unmet after", &plan.unmet_after}}) {
     std::string text;
     for (const auto& [model, counts] : *d)
       for (const auto& [profile, n] : counts)
@@ -54,7 +55,8 @@ void run_mig_plan(const MigPlanFlags& f) {
 
 void add_mig_plan_command(CLI::App& app) {
   auto flags = std::make_shared<MigPlanFlags>();
-  auto* cmd = app.add_subcommand("mig-plan", "plan MIG repartitioning of idle GPUs for a demand (mig-parted config + labels)");
+  auto* cmd =
+      app.add_subcommand("mig-plan", "plan MIG repartitioning of idle GPUs for a demand (mig-parted config + labels)");
   cmd->add_option("--cluster", flags->cluster, "cluster YAML (node pools with MIG layouts)")->required();
   cmd->add_option("--demand", flags->demand, "demand YAML: demand: {MODEL: {PROFILE: COUNT}}")->required();
   cmd->add_option("--config-out", flags->config_out, "write the nvidia-mig-parted config (v1) here");

@@ -44,7 +44,8 @@ void run_probe(const ProbeFlags& f) {
   options.granularity_bytes = parse_bytes(f.granularity, "--granularity");
   if (options.granularity_bytes == 0) throw std::invalid_argument("--granularity: must be at least 1 byte");
   if (f.max_steps < 1) throw std::invalid_argument(fmt::format("--max-steps: {} is not >= 1", f.max_steps));
-  if (f.time_budget_ms < 1) throw std::invalid_argument(fmt::format("--time-budget-ms: {} is not >= 1", f.time_budget_ms));
+  if (f.time_budget_ms < 1)
+    throw std::invalid_argument(fmt::format("--time-budget-ms: {} is not >= 1", f.time_budget_ms));
   options.max_steps = f.max_steps;
   options.time_budget = std::chrono::milliseconds(f.time_budget_ms);
 
@@ -54,9 +55,12 @@ void run_probe(const ProbeFlags& f) {
     throw CLI::RuntimeError(run.exit_code);
   }
   std::string text;
-  if (f.format == "json") text = format_probe_json(run.gpus);
-  else if (f.format == "prom") text = format_probe_prom(run.gpus);
-  else text = format_probe_table(run.gpus);
+  if (f.format == "json")
+    text = format_probe_json(run.gpus);
+  else if (f.format == "prom")
+    text = format_probe_prom(run.gpus);
+  else
+    text = format_probe_table(run.gpus);
   if (f.out.empty()) {
     fmt::print("{}", text);
   } else {

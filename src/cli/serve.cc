@@ -43,7 +43,7 @@ struct ServeFlags {
   int threads = 8;
   int read_timeout_s = 10;
   size_t max_body_bytes = 64u << 20;
-  HttpOptions http;  // the listener's limits, TLS and token (flags below)
+  HttpOptions http;             // the listener's limits, TLS and token (flags below)
   std::string assume = "auto";  // auto | on | off
   int assume_timeout_s = 30;
   bool legacy_failed_nodes = false;
@@ -175,8 +175,9 @@ void run_serve(const ServeFlags& f) {
 
 void add_serve_command(CLI::App& app) {
   auto flags = std::make_shared<ServeFlags>();
-  CLI::App* cmd = app.add_subcommand("serve", "Run the kube-scheduler extender (filter, prioritize, bind, preempt) "
-                                              "with /metrics, /healthz and /readyz");
+  CLI::App* cmd = app.add_subcommand("serve",
+                                     "Run the kube-scheduler extender (filter, prioritize, bind, preempt) "
+                                     "with /metrics, /healthz and /readyz");
   cmd->add_option("--listen", flags->listen, "ADDR:PORT for the extender (port 0 = any free port)")
       ->capture_default_str();
   cmd->add_option("--metrics-listen", flags->metrics_listen,
@@ -193,7 +194,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "kubeconfig for the API (default: KUBECONFIG, ~/.kube/config, then the in-cluster service account)");
   cmd->add_option("--context", flags->context, "kubeconfig context to use instead of current-context");
-  cmd->add_option("--resync", flags->resync_s, "API mode: besides watching, relist nodes and pods every N seconds (0 = only when a watch needs it)")
+  cmd->add_option("--resync", flags->resync_s,
+                  "API mode: besides watching, relist nodes and pods every N seconds (0 = only when a watch needs it)")
       ->capture_default_str();
   cmd->add_option("--threads", flags->threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 256));
   cmd->add_option("--read-timeout", flags->read_timeout_s, "seconds before a slow client is cut off")

@@ -28,8 +28,7 @@ namespace gpupack::cli {
 namespace {
 
 struct SimulateFlags {
-  std::string nodes, pods, cluster, workload, policy = "all", seeds = "42", out, order, node_rank,
-      mode = "static";
+  std::string nodes, pods, cluster, workload, policy = "all", seeds = "42", out, order, node_rank, mode = "static";
   double tune = 1.3;
   int threads = 0;
   int synthetic_nodes = 1000;
@@ -117,8 +116,8 @@ void run_simulate(const SimulateFlags& f) {
     for (size_t i = 0; i < arrival_pods.size(); ++i) {
       auto it = by_name.find(arrival_pods[i]);
       if (it == by_name.end())
-        throw InputError(fmt::format("{}:{}: column 'pod': not in the pod file (value '{}')", f.order, i + 2,
-                                     arrival_pods[i]));
+        throw InputError(
+            fmt::format("{}:{}: column 'pod': not in the pod file (value '{}')", f.order, i + 2, arrival_pods[i]));
       order.push_back(it->second);
     }
     spec.fixed_order = std::move(order);
@@ -179,8 +178,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--pods", flags->pods, "openb pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...])");
   cmd->add_option("--cluster", flags->cluster, "cluster YAML (node pools, GPU modes, MIG layouts, topology)");
   cmd->add_option("--workload", flags->workload, "workload CSV or YAML with hardware fields (docs/HARDWARE.md)");
-  cmd->add_option("--policy", flags->policy,
-                  "policy name, comma-separated names, or 'all': " + policy_name_list())
+  cmd->add_option("--policy", flags->policy, "policy name, comma-separated names, or 'all': " + policy_name_list())
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "seeds: 42, 42-51 or 1,5,7-9")->capture_default_str();
   cmd->add_option("--tune", flags->tune, "arrived GPU request as a multiple of cluster GPU capacity")
@@ -196,8 +194,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--defrag-budget", flags->defrag_budget,
                   "after the arrivals, defragment moving at most this share of running pods (e.g. 5%), then retry "
                   "the failed pods; adds alloc_pct_before/after_defrag, moves, running_pods to summary.json");
-  cmd->add_option("--defrag-method", flags->defrag_method,
-                  "with --defrag-budget: " + defrag_method_name_list())
+  cmd->add_option("--defrag-method", flags->defrag_method, "with --defrag-budget: " + defrag_method_name_list())
       ->capture_default_str();
   cmd->add_option("--save-state", flags->save_state,
                   "write the first run's state after its arrivals (gpupack-state/v1 JSON, for gpupack defrag)");
@@ -207,8 +204,9 @@ void add_simulate_command(CLI::App& app) {
   auto dynamic = add_dynamic_simulate_options(*cmd);
   cmd->callback([flags, dynamic] {
     if (flags->mode == "dynamic")
-      run_dynamic_simulate(*dynamic, {flags->nodes, flags->pods, flags->policy, flags->seeds, flags->out, flags->quiet,
-                                      flags->defrag_budget.empty() ? 0.05 : parse_budget_fraction(flags->defrag_budget)});
+      run_dynamic_simulate(*dynamic,
+                           {flags->nodes, flags->pods, flags->policy, flags->seeds, flags->out, flags->quiet,
+                            flags->defrag_budget.empty() ? 0.05 : parse_budget_fraction(flags->defrag_budget)});
     else
       run_simulate(*flags);
   });

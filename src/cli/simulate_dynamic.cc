@@ -132,8 +132,8 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
     g.no_estimate_fraction = d.no_estimate_fraction;
     g.max_overestimate = d.max_overestimate;
     spec.generated = g;
-    cluster_label = fmt::format("generated ({} nodes x {} GPUs, {} per rack)", d.gang_nodes, d.gpus_per_node,
-                                d.nodes_per_rack);
+    cluster_label =
+        fmt::format("generated ({} nodes x {} GPUs, {} per rack)", d.gang_nodes, d.gpus_per_node, d.nodes_per_rack);
     workload_label = fmt::format("generated gangs ({} jobs, seed{} {})", d.jobs, seeds.size() > 1 ? "s" : "", f.seeds);
   }
   if (!d.racks.empty()) {
@@ -152,13 +152,17 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
   spec.nodes = nodes;
   spec.seeds = seeds;
   spec.policies = f.policy == "all" ? policy_names() : split(f.policy, ',');
-  spec.label_suffix = std::string(d.backfill ? "+backfill" : d.strict_fifo ? "+fifo" : "") +
+  spec.label_suffix = std::string(d.backfill      ? "+backfill"
+                                  : d.strict_fifo ? "+fifo"
+                                                  : "") +
                       (d.preemption ? "+preempt" : "") + (d.defrag_every_min > 0 ? "+defrag" : "");
   if (!f.quiet)
     fmt::print("dynamic: cluster {} ({} nodes); workload {}; {} polic{} x {} seed{}; queue {}{}\n", cluster_label,
                nodes.size(), workload_label, spec.policies.size(), spec.policies.size() == 1 ? "y" : "ies",
                seeds.size(), seeds.size() == 1 ? "" : "s",
-               d.backfill ? "EASY backfill" : d.strict_fifo ? "strict FIFO" : "no head-of-line blocking",
+               d.backfill      ? "EASY backfill"
+               : d.strict_fifo ? "strict FIFO"
+                               : "no head-of-line blocking",
                d.preemption ? ", preemption on" : "");
   const size_t total = spec.policies.size() * seeds.size();
   size_t finished = 0;

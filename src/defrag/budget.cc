@@ -6,10 +6,14 @@ namespace gpupack {
 
 const char* move_kind_name(MoveKind k) {
   switch (k) {
-    case MoveKind::kRemap: return "remap";
-    case MoveKind::kMigrate: return "migrate";
-    case MoveKind::kEvict: return "evict";
-    case MoveKind::kAdmit: return "admit";
+    case MoveKind::kRemap:
+      return "remap";
+    case MoveKind::kMigrate:
+      return "migrate";
+    case MoveKind::kEvict:
+      return "evict";
+    case MoveKind::kAdmit:
+      return "admit";
   }
   return "?";
 }

@@ -38,12 +38,12 @@ enum class MoveKind {
 const char* move_kind_name(MoveKind k);
 
 struct PodMoveInfo {
-  std::string name;       // empty: "pod-<id>"
+  std::string name;  // empty: "pod-<id>"
   std::string ns = "default";
   bool immovable = false;
   bool checkpointable = false;
   double restart_cost = 1.0;
-  std::string group;      // disruption group; empty = none
+  std::string group;  // disruption group; empty = none
 };
 using PodMoveInfos = std::vector<PodMoveInfo>;
 

@@ -61,9 +61,8 @@ DefragPlan plan_descheduler(const ClusterState& state, const DefragGoal& goal, c
   for (NodeId src : sources) {
     if (!budget_left) break;
     std::vector<PodId> pods = node_pods[index(src)];
-    std::stable_sort(pods.begin(), pods.end(), [&](PodId a, PodId b) {
-      return s.request(a).total_gpu_milli() < s.request(b).total_gpu_milli();
-    });
+    std::stable_sort(pods.begin(), pods.end(),
+                     [&](PodId a, PodId b) { return s.request(a).total_gpu_milli() < s.request(b).total_gpu_milli(); });
     for (PodId p : pods) {
       if (!high && gpu_util_pct(s, src) <= opt.high_pct) break;
       const PodMoveInfo& info = move_info(infos, p);

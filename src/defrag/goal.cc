@@ -8,10 +8,14 @@ namespace gpupack {
 
 const char* goal_kind_name(GoalKind k) {
   switch (k) {
-    case GoalKind::kAdmitPending: return "admit";
-    case GoalKind::kFreeGpus: return "free-gpus";
-    case GoalKind::kFreeNodes: return "free-nodes";
-    case GoalKind::kFragBelow: return "frag";
+    case GoalKind::kAdmitPending:
+      return "admit";
+    case GoalKind::kFreeGpus:
+      return "free-gpus";
+    case GoalKind::kFreeNodes:
+      return "free-nodes";
+    case GoalKind::kFragBelow:
+      return "frag";
   }
   return "?";
 }

@@ -35,9 +35,9 @@ struct PendingPod {
 
 struct DefragGoal {
   GoalKind kind = GoalKind::kAdmitPending;
-  std::vector<PendingPod> pending;     // kAdmitPending
-  bool gang = false;                   // admit all pending pods or none
-  double frag_threshold_pct = 0;       // kFragBelow
+  std::vector<PendingPod> pending;               // kAdmitPending
+  bool gang = false;                             // admit all pending pods or none
+  double frag_threshold_pct = 0;                 // kFragBelow
   std::shared_ptr<const TargetWorkload> target;  // FGD measure (kFragBelow; optional otherwise)
 };
 

@@ -251,7 +251,7 @@ class DefragIlp {
   const bool admit_;
   Model m_;
   std::vector<Pod> pods_;
-  std::vector<std::vector<Terms>> gpu_terms_, move_gpu_terms_;  // [node][gpu]
+  std::vector<std::vector<Terms>> gpu_terms_, move_gpu_terms_;                  // [node][gpu]
   std::vector<Terms> cpu_terms_, mem_terms_, move_cpu_terms_, move_mem_terms_;  // [node]
 };
 

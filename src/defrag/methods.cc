@@ -8,13 +8,13 @@ namespace gpupack {
 namespace {
 
 DefragMethodFn descheduler(DeschedulerStrategy strategy) {
-  return [strategy](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
-                    const PodMoveInfos& infos, Policy& policy, std::span<const int64_t> node_rank,
-                    const PlannerOptions&) {
-    DeschedulerOptions opt;
-    opt.strategy = strategy;
-    return plan_descheduler(state, goal, budget, infos, policy, node_rank, opt);
-  };
+  return
+      [strategy](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                 const PodMoveInfos& infos, Policy& policy, std::span<const int64_t> node_rank, const PlannerOptions&) {
+        DeschedulerOptions opt;
+        opt.strategy = strategy;
+        return plan_descheduler(state, goal, budget, infos, policy, node_rank, opt);
+      };
 }
 
 }  // namespace
@@ -24,9 +24,8 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
   static const std::vector<DefragMethodInfo> t = {
       {"planner", "gpupack's move planner: fewest moves that reach the goal (greedy + chains)",
        [](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
-          Policy&, std::span<const int64_t>, const PlannerOptions& planner) {
-         return plan_defrag(state, goal, budget, infos, planner);
-       }},
+          Policy&, std::span<const int64_t>,
+          const PlannerOptions& planner) { return plan_defrag(state, goal, budget, infos, planner); }},
       {"high-node-utilization", "descheduler HighNodeUtilization: empty the least used nodes",
        descheduler(DeschedulerStrategy::kHighNodeUtilization)},
       {"low-node-utilization", "descheduler LowNodeUtilization: move pods off the most used nodes",

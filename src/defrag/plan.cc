@@ -86,8 +86,9 @@ std::vector<std::string> validate_plan(const ClusterState& state, const DefragPl
         std::abs(m.frag_milli - s.after.frag_milli) > 1e-3 * (1 + std::abs(m.frag_milli)))
       errors.push_back(label + ": recorded measures differ from the state after the step");
   }
-  if (!use.within(budget)) errors.push_back(fmt::format("budget exceeded: {} moves, {} GPU milli moved, cost {}",
-                                                        use.moves, use.moved_gpu_milli, use.cost));
+  if (!use.within(budget))
+    errors.push_back(fmt::format("budget exceeded: {} moves, {} GPU milli moved, cost {}", use.moves,
+                                 use.moved_gpu_milli, use.cost));
   if (use.moves != plan.use.moves) errors.push_back("plan's move count differs from its steps");
   if (goal.gang && admitted != 0 && admitted != static_cast<int>(goal.pending.size()))
     errors.push_back("gang admitted only in part");

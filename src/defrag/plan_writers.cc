@@ -23,8 +23,12 @@ double alloc_pct(const ClusterState& s, const ClusterMeasures& m) {
 }
 
 nlohmann::json measures_json(const ClusterState& s, const ClusterMeasures& m) {
-  return {{"gpu_used_milli", m.used_gpu_milli}, {"alloc_pct", alloc_pct(s, m)},     {"free_gpus", m.free_gpus},
-          {"free_nodes", m.free_nodes},         {"frag_milli", m.frag_milli},       {"admitted_pods", m.admitted_pods},
+  return {{"gpu_used_milli", m.used_gpu_milli},
+          {"alloc_pct", alloc_pct(s, m)},
+          {"free_gpus", m.free_gpus},
+          {"free_nodes", m.free_nodes},
+          {"frag_milli", m.frag_milli},
+          {"admitted_pods", m.admitted_pods},
           {"admitted_gpu_milli", m.admitted_gpu_milli}};
 }
 
@@ -52,8 +56,7 @@ std::string format_plan_table(const DefragPlan& plan, const ClusterState& state,
       "{:.2f}%, whole free GPUs {} -> {}, free nodes {} -> {}; {} pending pods not admitted; planned in {:.3f} s\n",
       plan.algorithm, goal_kind_name(plan.goal), plan.use.moves, plan.use.moved_gpu_milli, plan.use.cost,
       plan.after.admitted_pods, alloc_pct(state, plan.before), alloc_pct(state, plan.after), plan.before.free_gpus,
-      plan.after.free_gpus, plan.before.free_nodes, plan.after.free_nodes, plan.not_admitted.size(),
-      plan.plan_seconds);
+      plan.after.free_gpus, plan.before.free_nodes, plan.after.free_nodes, plan.not_admitted.size(), plan.plan_seconds);
   return out;
 }
 

@@ -1,9 +1,9 @@
 #include "defrag/planner.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <limits>
-#include <bit>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -21,12 +21,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Where displaced pods may go.
 struct Rules {
-  NodeId home = kNoNode;        // node being cleared
-  uint32_t reserved = 0;        // GPUs of `home` no displaced pod may take
+  NodeId home = kNoNode;         // node being cleared
+  uint32_t reserved = 0;         // GPUs of `home` no displaced pod may take
   bool avoid_free_gpus = false;  // shared pods never take a whole free GPU
   bool avoid_empty_nodes = false;
-  bool allow_chain = false;      // a shared pod may displace one small pod
-  NodeId other = kNoNode;        // one more GPU set no pod may take
+  bool allow_chain = false;  // a shared pod may displace one small pod
+  NodeId other = kNoNode;    // one more GPU set no pod may take
   uint32_t other_mask = 0;
 };
 
@@ -46,9 +46,7 @@ struct CacheEntry {
 };
 
 using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, ModelMask>;
-ShapeKey shape_key(const Request& r) {
-  return {r.cpu_milli, r.memory_mib, r.gpu_count, r.gpu_milli, r.allowed_models};
-}
+ShapeKey shape_key(const Request& r) { return {r.cpu_milli, r.memory_mib, r.gpu_count, r.gpu_milli, r.allowed_models}; }
 
 class Planner {
  public:
@@ -72,10 +70,18 @@ class Planner {
     plan.algorithm = "greedy";
     plan.before = tracker_.measures(state_);
     switch (goal_.kind) {
-      case GoalKind::kAdmitPending: run_admit(plan); break;
-      case GoalKind::kFreeGpus: run_evacuate(false, false); break;
-      case GoalKind::kFreeNodes: run_evacuate(true, false); break;
-      case GoalKind::kFragBelow: run_evacuate(false, true); break;
+      case GoalKind::kAdmitPending:
+        run_admit(plan);
+        break;
+      case GoalKind::kFreeGpus:
+        run_evacuate(false, false);
+        break;
+      case GoalKind::kFreeNodes:
+        run_evacuate(true, false);
+        break;
+      case GoalKind::kFragBelow:
+        run_evacuate(false, true);
+        break;
     }
     if (goal_.kind == GoalKind::kAdmitPending && goal_.gang && admitted_ != goal_.pending.size()) {
       steps_.clear();
@@ -93,9 +99,7 @@ class Planner {
   }
 
  private:
-  double elapsed() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
   bool out_of_time() const { return opt_.time_limit_s > 0 && elapsed() > opt_.time_limit_s; }
 
   bool locked(PodId p) const { return index(p) < locked_.size() && locked_[index(p)]; }
@@ -159,7 +163,9 @@ class Planner {
             // Whole-GPU pods only move to assemble multi-GPU room; a shared
             // pod only when some other GPU could take it.
             const Assignment& pa = s.assignment(p);
-            if (pa.gpu_milli == kGpuMilliPerGpu ? req.gpu_count < 2 : !room_somewhere(s.request(p), pa.gpu_milli, kNoNode)) continue;
+            if (pa.gpu_milli == kGpuMilliPerGpu ? req.gpu_count < 2
+                                                : !room_somewhere(s.request(p), pa.gpu_milli, kNoNode))
+              continue;
             freed += s.assignment(p).gpu_milli;
             c.cost += cross_cost(p);
             c.pods.push_back(p);
@@ -341,9 +347,8 @@ class Planner {
         options.push_back({leftover + ur.total_gpu_milli() * 100, u});
       }
     }
-    std::sort(options.begin(), options.end(), [](const Option& a, const Option& b) {
-      return std::tie(a.leftover, a.u) < std::tie(b.leftover, b.u);
-    });
+    std::sort(options.begin(), options.end(),
+              [](const Option& a, const Option& b) { return std::tie(a.leftover, a.u) < std::tie(b.leftover, b.u); });
     if (options.size() > 8) options.resize(8);
     for (const Option& o : options) {
       const auto mark = s.checkpoint();

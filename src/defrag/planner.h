@@ -44,9 +44,9 @@ namespace gpupack {
 
 struct PlannerOptions {
   bool local_search = true;
-  int candidates_per_pod = 16; // what-ifs tried per pending pod and pass
-  double time_limit_s = 0;     // 0 = no limit
-  int max_chain_tries = 300;   // what-ifs of the chained (second) search
+  int candidates_per_pod = 16;  // what-ifs tried per pending pod and pass
+  double time_limit_s = 0;      // 0 = no limit
+  int max_chain_tries = 300;    // what-ifs of the chained (second) search
 };
 
 DefragPlan plan_defrag(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,

@@ -66,7 +66,8 @@ class Reader {
   }
   int64_t integer(const json& obj, const std::string& where, const char* key, int64_t lo, int64_t hi) const {
     const json& v = need(obj, where, key);
-    if (!v.is_number_integer()) fail(where + "." + key, fmt::format("expected an integer (value {})", value_excerpt(v)));
+    if (!v.is_number_integer())
+      fail(where + "." + key, fmt::format("expected an integer (value {})", value_excerpt(v)));
     const int64_t x = v.get<int64_t>();
     if (x < lo || x > hi) fail(where + "." + key, fmt::format("value {} is outside {}..{}", x, lo, hi));
     return x;
@@ -89,7 +90,9 @@ class Reader {
   }
   GpuModelId model(const std::string& name, const std::string& where) const {
     auto id = GpuCatalog::builtin().find(name);
-    if (!id) fail(where, fmt::format("unknown GPU model '{}' (known: {})", excerpt(name), GpuCatalog::builtin().known_names()));
+    if (!id)
+      fail(where,
+           fmt::format("unknown GPU model '{}' (known: {})", excerpt(name), GpuCatalog::builtin().known_names()));
     return *id;
   }
 
@@ -115,8 +118,9 @@ ParsedPod parse_pod(const Reader& rd, const json& j, const std::string& where) {
   p.request.cpu_milli = rd.integer(j, where, "cpu_milli", 0, int64_t{1} << 40);
   p.request.memory_mib = rd.integer(j, where, "memory_mib", 0, int64_t{1} << 40);
   p.request.gpu_count = static_cast<int32_t>(rd.integer(j, where, "gpu_count", 0, kMaxGpusPerNode));
-  p.request.gpu_milli = p.request.gpu_count == 0 ? static_cast<int32_t>(rd.optional<int64_t>(j, where, "gpu_milli", 0))
-                                                 : static_cast<int32_t>(rd.integer(j, where, "gpu_milli", 1, kGpuMilliPerGpu));
+  p.request.gpu_milli = p.request.gpu_count == 0
+                            ? static_cast<int32_t>(rd.optional<int64_t>(j, where, "gpu_milli", 0))
+                            : static_cast<int32_t>(rd.integer(j, where, "gpu_milli", 1, kGpuMilliPerGpu));
   if (p.request.gpu_count == 0 && p.request.gpu_milli != 0)
     rd.fail(where + ".gpu_milli", fmt::format("must be 0 for a pod of 0 GPUs (value {})", p.request.gpu_milli));
   if (auto it = j.find("allowed_models"); it != j.end()) {
@@ -156,7 +160,8 @@ void write_snapshot(const std::string& path, const ClusterState& state, const Po
     pods.push_back(pj);
   }
   auto& pend = j["pending"] = json::array();
-  for (const PendingPod& p : pending) pend.push_back(pod_json(pod_display_name(infos, p.id), move_info(infos, p.id), p.request));
+  for (const PendingPod& p : pending)
+    pend.push_back(pod_json(pod_display_name(infos, p.id), move_info(infos, p.id), p.request));
   j["disruption_budgets"] = max_unavailable;
   std::ofstream out(path);
   out << j.dump(1) << "\n";
@@ -180,7 +185,8 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
   }
   if (!j.is_object()) rd.fail("(top level)", "expected an object");
   const std::string format = rd.string(j, "(top level)", "format");
-  if (format != kFormat) rd.fail("format", fmt::format("unknown format '{}' (expected '{}')", excerpt(format), kFormat));
+  if (format != kFormat)
+    rd.fail("format", fmt::format("unknown format '{}' (expected '{}')", excerpt(format), kFormat));
 
   std::vector<NodeSpec> nodes;
   std::unordered_map<std::string, int> node_index;
@@ -218,18 +224,22 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
     if (!gpus.is_array()) rd.fail(where + ".gpus", "expected an array of GPU indices");
     for (size_t k = 0; k < gpus.size(); ++k) {
       const std::string at = fmt::format("{}.gpus[{}]", where, k);
-      if (!gpus[k].is_number_integer()) rd.fail(at, fmt::format("expected an integer (value {})", value_excerpt(gpus[k])));
+      if (!gpus[k].is_number_integer())
+        rd.fail(at, fmt::format("expected an integer (value {})", value_excerpt(gpus[k])));
       const int64_t g = gpus[k].get<int64_t>();
       if (g < 0 || g >= nodes[it->second].gpu_count)
-        rd.fail(at, fmt::format("GPU {} does not exist on node '{}' ({} GPUs)", g, excerpt(node), nodes[it->second].gpu_count));
+        rd.fail(at, fmt::format("GPU {} does not exist on node '{}' ({} GPUs)", g, excerpt(node),
+                                nodes[it->second].gpu_count));
       if (a.gpu_mask & (1u << g)) rd.fail(at, fmt::format("GPU {} listed twice", g));
       a.gpu_mask |= 1u << g;
     }
     if (a.gpu_count() != p.request.gpu_count)
-      rd.fail(where + ".gpus", fmt::format("{} GPUs listed for a pod of gpu_count {}", a.gpu_count(), p.request.gpu_count));
+      rd.fail(where + ".gpus",
+              fmt::format("{} GPUs listed for a pod of gpu_count {}", a.gpu_count(), p.request.gpu_count));
     const PodId id{static_cast<int32_t>(i)};
     Status st = out.state.bind(id, p.request, a);
-    if (!st.is_ok()) rd.fail(where, fmt::format("pod '{}' does not fit where it is bound: {}", excerpt(p.info.name), st.message));
+    if (!st.is_ok())
+      rd.fail(where, fmt::format("pod '{}' does not fit where it is bound: {}", excerpt(p.info.name), st.message));
     out.infos.push_back(std::move(p.info));
   }
   if (auto it = j.find("pending"); it != j.end()) {
@@ -247,7 +257,8 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
     if (!it->is_object()) rd.fail("disruption_budgets", "expected an object of group: max_unavailable");
     for (auto& [group, v] : it->items()) {
       if (!v.is_number_integer() || v.get<int64_t>() < 0)
-        rd.fail("disruption_budgets." + excerpt(group), fmt::format("expected a non-negative integer (value {})", value_excerpt(v)));
+        rd.fail("disruption_budgets." + excerpt(group),
+                fmt::format("expected a non-negative integer (value {})", value_excerpt(v)));
       out.max_unavailable[group] = static_cast<int>(v.get<int64_t>());
     }
   }

@@ -55,8 +55,8 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
       gm.allocated_memory_mib = gm.memory_mib > 0 ? gm.memory_mib - s.gpu_memory_free_mib(n, g) : 0;
       nm.allocated_milli += gm.allocated_milli;
       if (free[static_cast<size_t>(g)] > 0) {
-        gm.stranded = std::none_of(probes.begin(), probes.end(),
-                                   [&](const Request& r) { return probe_uses(s, n, g, r); });
+        gm.stranded =
+            std::none_of(probes.begin(), probes.end(), [&](const Request& r) { return probe_uses(s, n, g, r); });
         if (gm.stranded) {
           ++pool->stranded_gpus;
           if (gm.memory_mib > 0) gm.stranded_memory_mib = std::max<int64_t>(0, s.gpu_memory_free_mib(n, g));

@@ -6,8 +6,8 @@
 
 namespace gpupack {
 
-TargetWorkload TargetWorkload::from_requests(std::span<const Request> requests,
-                                             std::span<const std::string> model_keys, double coverage) {
+TargetWorkload TargetWorkload::from_requests(std::span<const Request> requests, std::span<const std::string> model_keys,
+                                             double coverage) {
   using Key = std::tuple<int64_t, int32_t, int32_t, std::string, ModelMask>;
   std::map<Key, size_t> slot;  // key -> index in `order`
   std::vector<TargetClass> order;

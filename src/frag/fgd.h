@@ -28,8 +28,8 @@ struct TargetClass {
   int32_t gpu_count = 0;
   int32_t gpu_milli = 0;  // per GPU
   ModelMask allowed_models = 0;
-  int64_t count = 0;       // pods of this class in the source workload
-  double popularity = 0;   // p_m, sums to 1 over the kept classes
+  int64_t count = 0;      // pods of this class in the source workload
+  double popularity = 0;  // p_m, sums to 1 over the kept classes
 };
 
 struct TargetWorkload {
@@ -40,8 +40,7 @@ struct TargetWorkload {
   // classes kept until their cumulative share reaches `coverage`, then
   // renormalised. `model_keys[i]` names request i's allowed-model list as the
   // source wrote it (empty span: the mask itself is the key).
-  static TargetWorkload from_requests(std::span<const Request> requests,
-                                      std::span<const std::string> model_keys = {},
+  static TargetWorkload from_requests(std::span<const Request> requests, std::span<const std::string> model_keys = {},
                                       double coverage = 0.95);
 };
 

@@ -58,9 +58,7 @@ bool next_record(std::string_view text, size_t& pos, int& line, std::vector<std:
 
 }  // namespace
 
-CsvTable CsvTable::read(const std::string& path) {
-  return parse(read_file_bounded(path), path);
-}
+CsvTable CsvTable::read(const std::string& path) { return parse(read_file_bounded(path), path); }
 
 CsvTable CsvTable::parse(std::string_view text, const std::string& source_name) {
   CsvTable t;
@@ -86,8 +84,8 @@ CsvTable CsvTable::parse(std::string_view text, const std::string& source_name) 
     if (!next_record(text, pos, line, rec, source_name)) break;
     if (rec.size() == 1 && rec[0].empty()) continue;
     if (rec.size() != t.header_.size())
-      throw InputError(fmt::format("{}:{}: {} fields, header has {}", source_name, rec_line, rec.size(),
-                                   t.header_.size()));
+      throw InputError(
+          fmt::format("{}:{}: {} fields, header has {}", source_name, rec_line, rec.size(), t.header_.size()));
     t.rows_.push_back(Row{rec_line, std::move(rec)});
   }
   return t;
@@ -119,8 +117,7 @@ int64_t CsvTable::int_field(const Row& row, int column, int64_t min_value, int64
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) fail(row, column, "not an integer");
-  if (v < min_value || v > max_value)
-    fail(row, column, fmt::format("out of range {}..{}", min_value, max_value));
+  if (v < min_value || v > max_value) fail(row, column, fmt::format("out of range {}..{}", min_value, max_value));
   return v;
 }
 

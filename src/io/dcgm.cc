@@ -22,8 +22,7 @@ bool blank(char c) { return c == ' ' || c == '\t'; }
 
 class LineParser {
  public:
-  LineParser(std::string_view line, std::string_view source, int number)
-      : s_(line), source_(source), number_(number) {}
+  LineParser(std::string_view line, std::string_view source, int number) : s_(line), source_(source), number_(number) {}
 
   [[noreturn]] void fail(std::string_view what) const {
     throw std::invalid_argument(fmt::format("{}:{}: {}", source_, number_, what));
@@ -59,10 +58,14 @@ class LineParser {
       if (c == '\\') {
         if (at_end()) fail("unterminated escape in label value");
         char e = s_[i_++];
-        if (e == '\\') out.push_back('\\');
-        else if (e == '"') out.push_back('"');
-        else if (e == 'n') out.push_back('\n');
-        else fail(fmt::format("invalid escape \\{} in label value", e));
+        if (e == '\\')
+          out.push_back('\\');
+        else if (e == '"')
+          out.push_back('"');
+        else if (e == 'n')
+          out.push_back('\n');
+        else
+          fail(fmt::format("invalid escape \\{} in label value", e));
       } else {
         out.push_back(c);
       }
@@ -237,7 +240,8 @@ PromScrape parse_prometheus_text(std::string_view text, std::string_view source)
         p.skip_blanks();
         static const std::set<std::string, std::less<>> kTypes = {"counter", "gauge", "histogram", "summary",
                                                                   "untyped"};
-        if (kTypes.count(type) == 0 || !p.at_end()) p.fail(fmt::format("invalid TYPE \"{}\" for {}", excerpt(type), excerpt(name)));
+        if (kTypes.count(type) == 0 || !p.at_end())
+          p.fail(fmt::format("invalid TYPE \"{}\" for {}", excerpt(type), excerpt(name)));
         if (!out.types.emplace(name, type).second) p.fail(fmt::format("second TYPE line for {}", excerpt(name)));
       }
       continue;

@@ -67,19 +67,19 @@ inline constexpr std::string_view kPowerUsage = "DCGM_FI_DEV_POWER_USAGE";  // W
 // One GPU or MIG GPU instance.
 struct GpuEntityKey {
   std::string hostname;
-  int gpu = -1;            // index on the host
-  std::string uuid;        // parent GPU UUID
-  int gpu_instance = -1;   // MIG GPU_I_ID; -1 for the whole GPU
+  int gpu = -1;           // index on the host
+  std::string uuid;       // parent GPU UUID
+  int gpu_instance = -1;  // MIG GPU_I_ID; -1 for the whole GPU
   friend auto operator<=>(const GpuEntityKey&, const GpuEntityKey&) = default;
 };
 
 struct DcgmGpuObservation {
   GpuEntityKey key;
-  std::string model_name;           // modelName label, e.g. "NVIDIA H100 80GB HBM3"
-  std::optional<GpuModelId> model;  // model_name found in the catalog
-  std::string mig_profile;          // GPU_I_PROFILE, "" for whole GPUs
-  std::map<std::string, double> metrics;     // metric name -> last value
-  std::vector<std::string> pods;              // "ns/pod" attributed to it, sorted, unique
+  std::string model_name;                 // modelName label, e.g. "NVIDIA H100 80GB HBM3"
+  std::optional<GpuModelId> model;        // model_name found in the catalog
+  std::string mig_profile;                // GPU_I_PROFILE, "" for whole GPUs
+  std::map<std::string, double> metrics;  // metric name -> last value
+  std::vector<std::string> pods;          // "ns/pod" attributed to it, sorted, unique
   std::optional<double> metric(std::string_view name) const;
 };
 

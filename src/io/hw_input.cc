@@ -34,7 +34,8 @@ struct Src {
     try {
       return n.as<T>();
     } catch (const YAML::Exception&) {
-      fail(n, fmt::format("field '{}': bad value '{}'", key, n.IsScalar() ? excerpt(n.Scalar()) : std::string("(not a scalar)")));
+      fail(n, fmt::format("field '{}': bad value '{}'", key,
+                          n.IsScalar() ? excerpt(n.Scalar()) : std::string("(not a scalar)")));
     }
   }
   int64_t integer(const YAML::Node& n, const std::string& key, int64_t lo, int64_t hi) const {
@@ -99,8 +100,9 @@ void parse_instances(const Src& src, const YAML::Node& list, const MigGeometry& 
     const size_t at = text.find('@');
     if (at == std::string::npos) src.fail(item, fmt::format("mig_layout: '{}' is not 'profile@start'", excerpt(text)));
     const auto p = geo.find(text.substr(0, at));
-    if (!p) src.fail(item, fmt::format("mig_layout: unknown {} profile '{}' (known: {})", geo.model_name,
-                                       excerpt(text.substr(0, at)), geo.profile_names()));
+    if (!p)
+      src.fail(item, fmt::format("mig_layout: unknown {} profile '{}' (known: {})", geo.model_name,
+                                 excerpt(text.substr(0, at)), geo.profile_names()));
     int start = -1;
     try {
       start = std::stoi(text.substr(at + 1));
@@ -117,14 +119,16 @@ void parse_instances(const Src& src, const YAML::Node& list, const MigGeometry& 
 HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
   const Src src{source};
   const YAML::Node root = load(text, source);
-  if (!root.IsMap() || !root["node_pools"]) throw InputError(fmt::format("{}: expected a map with 'node_pools'", source));
+  if (!root.IsMap() || !root["node_pools"])
+    throw InputError(fmt::format("{}: expected a map with 'node_pools'", source));
   src.only_keys(root, {"node_pools"}, "cluster");
   const YAML::Node pools = root["node_pools"];
   if (!pools.IsSequence() || pools.size() == 0) src.fail(pools, "node_pools must be a non-empty list");
   HwCluster out;
   for (const auto& pool : pools) {
-    src.only_keys(pool, {"name", "count", "model", "gpus", "cpu_milli", "memory_mib", "numa", "gpu_numa",
-                         "nvlink_domain", "pcie_switch", "mode", "mps_replicas", "oversubscription", "mig_layout"},
+    src.only_keys(pool,
+                  {"name", "count", "model", "gpus", "cpu_milli", "memory_mib", "numa", "gpu_numa", "nvlink_domain",
+                   "pcie_switch", "mode", "mps_replicas", "oversubscription", "mig_layout"},
                   "node pool");
     if (!pool["name"]) src.fail(pool, "node pool: missing 'name'");
     const std::string name = src.as<std::string>(pool["name"], "name");
@@ -135,7 +139,9 @@ HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
       if (!pool["model"]) src.fail(pool, fmt::format("node pool '{}': 'model' is required with GPUs", excerpt(name)));
       const std::string m = src.as<std::string>(pool["model"], "model");
       const auto id = GpuCatalog::builtin().find(m);
-      if (!id) src.fail(pool["model"], fmt::format("unknown GPU model '{}' (known: {})", excerpt(m), GpuCatalog::builtin().known_names()));
+      if (!id)
+        src.fail(pool["model"],
+                 fmt::format("unknown GPU model '{}' (known: {})", excerpt(m), GpuCatalog::builtin().known_names()));
       model = *id;
     }
     if (!pool["cpu_milli"] || !pool["memory_mib"])
@@ -181,8 +187,10 @@ HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
       for (int g = 0; g < gpus; ++g) {
         GpuSetup& s = base.gpus[static_cast<size_t>(g)];
         if (s.mode == GpuMode::kMps) {
-          if (!pool["mps_replicas"]) src.fail(pool, fmt::format("node pool '{}': MPS GPUs need 'mps_replicas'", excerpt(name)));
-          s.mps_replicas = static_cast<int32_t>(src.integer(pool["mps_replicas"], "mps_replicas", 2, spec.mps_max_clients()));
+          if (!pool["mps_replicas"])
+            src.fail(pool, fmt::format("node pool '{}': MPS GPUs need 'mps_replicas'", excerpt(name)));
+          s.mps_replicas =
+              static_cast<int32_t>(src.integer(pool["mps_replicas"], "mps_replicas", 2, spec.mps_max_clients()));
         }
         if (s.mode == GpuMode::kTimeSlice && pool["oversubscription"]) {
           s.oversubscription = src.as<double>(pool["oversubscription"], "oversubscription");
@@ -203,7 +211,8 @@ HwCluster parse_hw_cluster(const std::string& text, const std::string& source) {
           GpuSetup& s = base.gpus[static_cast<size_t>(g)];
           const YAML::Node item = per ? layout[static_cast<size_t>(g)] : layout;
           if (item.IsScalar()) {
-            if (item.Scalar() != "dynamic") src.fail(item, fmt::format("mig_layout: '{}' is not 'dynamic' or a list", excerpt(item.Scalar())));
+            if (item.Scalar() != "dynamic")
+              src.fail(item, fmt::format("mig_layout: '{}' is not 'dynamic' or a list", excerpt(item.Scalar())));
             continue;
           }
           if (s.mode != GpuMode::kMig) {
@@ -254,11 +263,16 @@ bool set_hw_field(Request& r, const std::string& key, const std::string& value) 
     if (value == "false" || value == "0" || value == "no" || value.empty()) return false;
     throw std::invalid_argument("not a boolean (true/false)");
   };
-  if (key == "gpu_memory_mib") r.gpu_memory_mib = value.empty() ? 0 : integer(0, int64_t{1} << 30);
-  else if (key == "bandwidth_milli") r.bandwidth_milli = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
-  else if (key == "l2_milli") r.l2_milli = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
-  else if (key == "mig_profile") r.mig_profile = value;
-  else if (key == "mig_min_sm") r.mig_min_sm = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
+  if (key == "gpu_memory_mib")
+    r.gpu_memory_mib = value.empty() ? 0 : integer(0, int64_t{1} << 30);
+  else if (key == "bandwidth_milli")
+    r.bandwidth_milli = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
+  else if (key == "l2_milli")
+    r.l2_milli = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
+  else if (key == "mig_profile")
+    r.mig_profile = value;
+  else if (key == "mig_min_sm")
+    r.mig_min_sm = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
   else if (key == "class") {
     if (!parse_workload_class(value, &r.workload_class))
       throw std::invalid_argument("unknown class (latency-sensitive, training, batch-inference, bursty-inference)");
@@ -275,15 +289,19 @@ bool set_hw_field(Request& r, const std::string& key, const std::string& value) 
       start = end + 1;
     }
   } else if (key == "gpu_scope") {
-    if (!parse_gpu_scope(value, &r.gpu_scope)) throw std::invalid_argument("unknown scope (any, nvlink, pcie-switch, numa)");
-  } else if (key == "scope_required") r.scope_required = boolean();
-  else if (key == "numa_aligned") r.numa_aligned = boolean();
-  else return false;
+    if (!parse_gpu_scope(value, &r.gpu_scope))
+      throw std::invalid_argument("unknown scope (any, nvlink, pcie-switch, numa)");
+  } else if (key == "scope_required")
+    r.scope_required = boolean();
+  else if (key == "numa_aligned")
+    r.numa_aligned = boolean();
+  else
+    return false;
   return true;
 }
 
-const char* kHwColumns[] = {"gpu_memory_mib", "bandwidth_milli", "l2_milli", "mig_profile", "mig_min_sm",
-                            "class", "modes", "gpu_scope", "scope_required", "numa_aligned"};
+const char* kHwColumns[] = {"gpu_memory_mib", "bandwidth_milli", "l2_milli",  "mig_profile",    "mig_min_sm",
+                            "class",          "modes",           "gpu_scope", "scope_required", "numa_aligned"};
 
 Workload read_workload_csv(const std::string& path) {
   const CsvTable t = CsvTable::read(path);
@@ -337,14 +355,16 @@ Workload parse_hw_workload_yaml(const std::string& text, const std::string& sour
     throw InputError(fmt::format("{}: expected a map with a 'pods' list", source));
   Workload w;
   for (const auto& pod : root["pods"]) {
-    src.only_keys(pod, {"name", "count", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec",
-                        "gpu_memory_mib", "bandwidth_milli", "l2_milli", "mig_profile", "mig_min_sm", "class", "modes",
-                        "gpu_scope", "scope_required", "numa_aligned"},
+    src.only_keys(pod,
+                  {"name", "count", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "gpu_memory_mib",
+                   "bandwidth_milli", "l2_milli", "mig_profile", "mig_min_sm", "class", "modes", "gpu_scope",
+                   "scope_required", "numa_aligned"},
                   "pod");
     if (!pod["name"]) src.fail(pod, "pod: missing 'name'");
     const std::string name = src.as<std::string>(pod["name"], "name");
     Request r;
-    r.cpu_milli = pod["cpu_milli"] ? src.integer(pod["cpu_milli"], "cpu_milli", 0, std::numeric_limits<int32_t>::max()) : 0;
+    r.cpu_milli =
+        pod["cpu_milli"] ? src.integer(pod["cpu_milli"], "cpu_milli", 0, std::numeric_limits<int32_t>::max()) : 0;
     r.memory_mib = pod["memory_mib"] ? src.integer(pod["memory_mib"], "memory_mib", 0, int64_t{1} << 40) : 0;
     r.gpu_count = pod["num_gpu"] ? static_cast<int32_t>(src.integer(pod["num_gpu"], "num_gpu", 0, kMaxGpusPerNode)) : 0;
     r.gpu_milli = pod["gpu_milli"] ? static_cast<int32_t>(src.integer(pod["gpu_milli"], "gpu_milli", 0, 1000))
@@ -418,12 +438,15 @@ void apply_mig_plan(HwCluster& c, const MigRepartitionPlan& plan) {
     if (!g.changed) continue;
     size_t i = 0;
     while (i < c.nodes.size() && c.nodes[i].name != g.node) ++i;
-    if (i == c.nodes.size()) throw std::invalid_argument(fmt::format("plan names node '{}', not in the cluster", g.node));
+    if (i == c.nodes.size())
+      throw std::invalid_argument(fmt::format("plan names node '{}', not in the cluster", g.node));
     NodeSpec& n = c.nodes[i];
     if (g.gpu_index < 0 || g.gpu_index >= n.gpu_count)
-      throw std::invalid_argument(fmt::format("plan names GPU {} of node '{}', which has {}", g.gpu_index, g.node, n.gpu_count));
+      throw std::invalid_argument(
+          fmt::format("plan names GPU {} of node '{}', which has {}", g.gpu_index, g.node, n.gpu_count));
     if (n.gpus.empty()) n.gpus.assign(static_cast<size_t>(n.gpu_count), GpuSetup{});
-    if (c.mig_in_use[i].size() < static_cast<size_t>(n.gpu_count)) c.mig_in_use[i].resize(static_cast<size_t>(n.gpu_count));
+    if (c.mig_in_use[i].size() < static_cast<size_t>(n.gpu_count))
+      c.mig_in_use[i].resize(static_cast<size_t>(n.gpu_count));
     GpuSetup& s = n.gpus[static_cast<size_t>(g.gpu_index)];
     s.mig_layout.clear();
     s.mig_fixed_layout = false;
@@ -446,11 +469,14 @@ MigDemand read_mig_demand(const std::string& path) {
     const std::string model = m.first.Scalar();
     const MigGeometry* geo = mig_geometry(model);
     if (!geo) src.fail(m.first, fmt::format("'{}' is not a MIG-capable GPU model", excerpt(model)));
-    if (!m.second.IsMap()) src.fail(m.second, fmt::format("demand for {}: expected {{profile: count}}", excerpt(model)));
+    if (!m.second.IsMap())
+      src.fail(m.second, fmt::format("demand for {}: expected {{profile: count}}", excerpt(model)));
     for (const auto& p : m.second) {
       const std::string profile = p.first.Scalar();
       const auto idx = geo->find(profile);
-      if (!idx) src.fail(p.first, fmt::format("unknown {} profile '{}' (known: {})", geo->model_name, excerpt(profile), geo->profile_names()));
+      if (!idx)
+        src.fail(p.first, fmt::format("unknown {} profile '{}' (known: {})", geo->model_name, excerpt(profile),
+                                      geo->profile_names()));
       d[geo->model][geo->profile(*idx).name] += static_cast<int>(src.integer(p.second, profile, 0, 100000));
     }
   }

@@ -31,9 +31,12 @@ bool is_plain(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
 bool as_bool(const YAML::Node& n, bool& out) {
   if (!is_plain(n)) return false;
   const std::string& s = n.Scalar();
-  if (s == "true") out = true;
-  else if (s == "false") out = false;
-  else return false;
+  if (s == "true")
+    out = true;
+  else if (s == "false")
+    out = false;
+  else
+    return false;
   return true;
 }
 
@@ -114,7 +117,8 @@ void check_sharing_block(Checker& c, const YAML::Node& block, const std::string&
       c.add(rp, "must be a map");
       continue;
     }
-    if (name && (!is_string(name) || !valid_resource_name(name.Scalar()))) c.add(rp + ".name", "must be a resource name");
+    if (name && (!is_string(name) || !valid_resource_name(name.Scalar())))
+      c.add(rp + ".name", "must be a resource name");
     int64_t r = 0;
     if (replicas && !as_int(replicas, r)) {
       c.add(rp + ".replicas", "must be an integer");
@@ -147,7 +151,8 @@ std::string device_plugin_config_yaml(const SharingConfig& cfg) {
   for (const auto& r : cfg.resources) {
     if (!valid_resource_name(r.name)) bad("resources.name", fmt::format("\"{}\" is not a resource name", r.name));
     if (r.replicas < 2) bad("resources.replicas", fmt::format("{} must be >= 2", r.replicas));
-    if (mps && r.name != "nvidia.com/gpu") bad("resources.name", fmt::format("MPS shares only nvidia.com/gpu, not \"{}\"", r.name));
+    if (mps && r.name != "nvidia.com/gpu")
+      bad("resources.name", fmt::format("MPS shares only nvidia.com/gpu, not \"{}\"", r.name));
     if (mps && r.replicas > kMaxMpsReplicas) {
       bad("resources.replicas", fmt::format("MPS allows at most {} clients, got {}", kMaxMpsReplicas, r.replicas));
     }
@@ -215,9 +220,9 @@ bool plain_non_string(const YAML::Node& n) {
   if (!is_plain(n)) return false;
   static const std::regex number(R"(^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$)");
   static const std::set<std::string> words = {
-      "true", "True", "TRUE", "false", "False", "FALSE", "yes",  "Yes",  "YES",  "no",   "No", "NO",
-      "on",   "On",   "ON",   "off",   "Off",   "OFF",   "null", "Null", "NULL", "~",    "",   ".inf",
-      ".Inf", ".INF", "-.inf", "-.Inf", "-.INF", "+.inf", ".nan", ".NaN", ".NAN"};
+      "true", "True", "TRUE", "false", "False", "FALSE", "yes",   "Yes",   "YES",  "no",   "No",
+      "NO",   "on",   "On",   "ON",    "off",   "Off",   "OFF",   "null",  "Null", "NULL", "~",
+      "",     ".inf", ".Inf", ".INF",  "-.inf", "-.Inf", "-.INF", "+.inf", ".nan", ".NaN", ".NAN"};
   return words.count(n.Scalar()) > 0 || std::regex_match(n.Scalar(), number);
 }
 
@@ -234,34 +239,51 @@ bool kind_ok(const YAML::Node& v, Kind k) {
   bool b = false;
   if (v.IsNull() && (k == Kind::kMap || k == Kind::kList || k == Kind::kStringList)) return true;
   switch (k) {
-    case Kind::kString: return v.IsScalar() && !plain_non_string(v);
-    case Kind::kBool: return as_bool(v, b);
-    case Kind::kInt: return as_int(v, i);
-    case Kind::kUint: return as_int(v, i) && i >= 0;
-    case Kind::kNumber: return as_number(v, d);
-    case Kind::kMap: return v.IsMap();
-    case Kind::kList: return v.IsSequence();
+    case Kind::kString:
+      return v.IsScalar() && !plain_non_string(v);
+    case Kind::kBool:
+      return as_bool(v, b);
+    case Kind::kInt:
+      return as_int(v, i);
+    case Kind::kUint:
+      return as_int(v, i) && i >= 0;
+    case Kind::kNumber:
+      return as_number(v, d);
+    case Kind::kMap:
+      return v.IsMap();
+    case Kind::kList:
+      return v.IsSequence();
     case Kind::kStringList:
       if (!v.IsSequence()) return false;
       for (const auto& x : v)
         if (!x.IsScalar() || plain_non_string(x)) return false;
       return true;
-    case Kind::kDuration: return v.IsScalar() && valid_duration(v.Scalar());
+    case Kind::kDuration:
+      return v.IsScalar() && valid_duration(v.Scalar());
   }
   return false;
 }
 
 std::string_view kind_name(Kind k) {
   switch (k) {
-    case Kind::kString: return "a string";
-    case Kind::kBool: return "true or false";
-    case Kind::kInt: return "an integer";
-    case Kind::kUint: return "an integer >= 0";
-    case Kind::kNumber: return "a number";
-    case Kind::kMap: return "a map";
-    case Kind::kList: return "a list";
-    case Kind::kStringList: return "a list of strings";
-    case Kind::kDuration: return "a duration such as 1h30m";
+    case Kind::kString:
+      return "a string";
+    case Kind::kBool:
+      return "true or false";
+    case Kind::kInt:
+      return "an integer";
+    case Kind::kUint:
+      return "an integer >= 0";
+    case Kind::kNumber:
+      return "a number";
+    case Kind::kMap:
+      return "a map";
+    case Kind::kList:
+      return "a list";
+    case Kind::kStringList:
+      return "a list of strings";
+    case Kind::kDuration:
+      return "a duration such as 1h30m";
   }
   return "?";
 }
@@ -344,13 +366,20 @@ void check_evictable_namespaces(Checker& c, const YAML::Node& args, const std::s
 void check_plugin_args(Checker& c, const std::string& plugin, const YAML::Node& args, const std::string& path) {
   if (plugin == "DefaultEvictor") {
     if (!check_fields(c, args, path,
-                      {{"nodeSelector", Kind::kString}, {"labelSelector", Kind::kMap},
-                       {"priorityThreshold", Kind::kMap}, {"nodeFit", Kind::kBool},
-                       {"minReplicas", Kind::kUint}, {"minPodAge", Kind::kDuration},
-                       {"noEvictionPolicy", Kind::kString}, {"podProtections", Kind::kMap},
-                       {"evictLocalStoragePods", Kind::kBool}, {"evictDaemonSetPods", Kind::kBool},
-                       {"evictSystemCriticalPods", Kind::kBool}, {"ignorePvcPods", Kind::kBool},
-                       {"ignorePodsWithoutPDB", Kind::kBool}, {"evictFailedBarePods", Kind::kBool}}))
+                      {{"nodeSelector", Kind::kString},
+                       {"labelSelector", Kind::kMap},
+                       {"priorityThreshold", Kind::kMap},
+                       {"nodeFit", Kind::kBool},
+                       {"minReplicas", Kind::kUint},
+                       {"minPodAge", Kind::kDuration},
+                       {"noEvictionPolicy", Kind::kString},
+                       {"podProtections", Kind::kMap},
+                       {"evictLocalStoragePods", Kind::kBool},
+                       {"evictDaemonSetPods", Kind::kBool},
+                       {"evictSystemCriticalPods", Kind::kBool},
+                       {"ignorePvcPods", Kind::kBool},
+                       {"ignorePodsWithoutPDB", Kind::kBool},
+                       {"evictFailedBarePods", Kind::kBool}}))
       return;
     if (const YAML::Node pt = args["priorityThreshold"]; pt && pt.IsMap()) {
       check_fields(c, pt, path + ".priorityThreshold", {{"name", Kind::kString}, {"value", Kind::kInt}});
@@ -358,12 +387,11 @@ void check_plugin_args(Checker& c, const std::string& plugin, const YAML::Node& 
         c.add(path + ".priorityThreshold", "only one of name and value may be set");
     }
     if (const YAML::Node pp = args["podProtections"]; pp && pp.IsMap())
-      check_fields(c, pp, path + ".podProtections",
-                   {{"extraEnabled", Kind::kStringList},
-                    {"defaultDisabled", Kind::kStringList},
-                    {"config", Kind::kMap}});
-    if (const YAML::Node nep = args["noEvictionPolicy"]; nep && nep.IsScalar() && !nep.Scalar().empty() &&
-                                                         nep.Scalar() != "Preferred" && nep.Scalar() != "Mandatory")
+      check_fields(
+          c, pp, path + ".podProtections",
+          {{"extraEnabled", Kind::kStringList}, {"defaultDisabled", Kind::kStringList}, {"config", Kind::kMap}});
+    if (const YAML::Node nep = args["noEvictionPolicy"];
+        nep && nep.IsScalar() && !nep.Scalar().empty() && nep.Scalar() != "Preferred" && nep.Scalar() != "Mandatory")
       c.add(path + ".noEvictionPolicy", "must be Preferred or Mandatory");
     return;
   }
@@ -433,7 +461,8 @@ std::string descheduler_policy_yaml(const DeschedulerConfig& cfg) {
       if (it == cfg.target_thresholds.end()) bad("targetThresholds", fmt::format("missing {}", k));
       if (it->second < v) bad("targetThresholds." + k, fmt::format("{} is below the threshold {}", it->second, v));
     }
-    if (cfg.target_thresholds.size() != cfg.thresholds.size()) bad("targetThresholds", "must name the same resources as thresholds");
+    if (cfg.target_thresholds.size() != cfg.thresholds.size())
+      bad("targetThresholds", "must name the same resources as thresholds");
     args["targetThresholds"] = percent_map(cfg.target_thresholds, "targetThresholds");
   }
   // Only fields every v1alpha2 release reads: DefaultEvictor's nodeFit,
@@ -460,11 +489,17 @@ std::string descheduler_policy_yaml(const DeschedulerConfig& cfg) {
 std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
   Checker c;
   if (!check_fields(c, doc, "",
-                    {{"apiVersion", Kind::kString}, {"kind", Kind::kString}, {"profiles", Kind::kList},
-                     {"nodeSelector", Kind::kString}, {"maxNoOfPodsToEvictPerNode", Kind::kUint},
-                     {"maxNoOfPodsToEvictPerNamespace", Kind::kUint}, {"maxNoOfPodsToEvictTotal", Kind::kUint},
-                     {"evictionFailureEventNotification", Kind::kBool}, {"metricsCollector", Kind::kMap},
-                     {"metricsProviders", Kind::kList}, {"gracePeriodSeconds", Kind::kUint}}))
+                    {{"apiVersion", Kind::kString},
+                     {"kind", Kind::kString},
+                     {"profiles", Kind::kList},
+                     {"nodeSelector", Kind::kString},
+                     {"maxNoOfPodsToEvictPerNode", Kind::kUint},
+                     {"maxNoOfPodsToEvictPerNamespace", Kind::kUint},
+                     {"maxNoOfPodsToEvictTotal", Kind::kUint},
+                     {"evictionFailureEventNotification", Kind::kBool},
+                     {"metricsCollector", Kind::kMap},
+                     {"metricsProviders", Kind::kList},
+                     {"gracePeriodSeconds", Kind::kUint}}))
     return c.problems;
   c.scalar_equals(doc, "apiVersion", "", "descheduler/v1alpha2");
   c.scalar_equals(doc, "kind", "", "DeschedulerPolicy");
@@ -609,7 +644,8 @@ std::string scheduler_config_yaml(const SchedulerExtenderConfig& cfg) {
   const std::string api = scheduler_config_api_version(cfg.kube_minor);
   if (cfg.scheduler_name.empty()) bad("profiles[0].schedulerName", "required");
   if (cfg.url_prefix.empty()) bad("urlPrefix", "required");
-  if (!cfg.prioritize_verb.empty() && cfg.weight <= 0) bad("weight", fmt::format("{} must be > 0 with a prioritizeVerb", cfg.weight));
+  if (!cfg.prioritize_verb.empty() && cfg.weight <= 0)
+    bad("weight", fmt::format("{} must be > 0 with a prioritizeVerb", cfg.weight));
   if (!valid_duration(cfg.http_timeout)) bad("httpTimeout", fmt::format("\"{}\" is not a duration", cfg.http_timeout));
   std::set<std::string> seen;
   YAML::Node ext;
@@ -664,8 +700,8 @@ std::vector<std::string> scheduler_config_warnings(const SchedulerExtenderConfig
         "scheduler's names (API mode, not --nodes files), or each unknown node is filtered out");
   }
   if (cfg.kube_minor < 21) {
-    out.push_back(fmt::format(
-        "Kubernetes 1.{} ignores FailedAndUnresolvableNodes in filter replies (read from 1.21)", cfg.kube_minor));
+    out.push_back(fmt::format("Kubernetes 1.{} ignores FailedAndUnresolvableNodes in filter replies (read from 1.21)",
+                              cfg.kube_minor));
   }
   return out;
 }
@@ -680,31 +716,47 @@ std::vector<std::string> check_scheduler_config(const YAML::Node& doc, std::opti
     for (const auto& r : kSchedulerApis) known = known || v == r.version;
     if (!known) {
       c.add("apiVersion", fmt::format("\"{}\" is not a KubeSchedulerConfiguration version (kubescheduler.config.k8s.io/"
-                                      "v1beta1, v1beta2, v1beta3 or v1)", v));
+                                      "v1beta1, v1beta2, v1beta3 or v1)",
+                                      v));
     } else if (kube_minor && !scheduler_config_api_served(v, *kube_minor)) {
       c.add("apiVersion", fmt::format("Kubernetes 1.{} does not serve {}", *kube_minor, v));
     }
   }
   c.scalar_equals(doc, "kind", "", "KubeSchedulerConfiguration");
   // Top-level fields of v1beta1 .. v1 together.
-  static const std::set<std::string> kTop = {
-      "apiVersion", "kind", "parallelism", "leaderElection", "clientConnection", "healthzBindAddress",
-      "metricsBindAddress", "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
-      "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive"};
+  static const std::set<std::string> kTop = {"apiVersion",
+                                             "kind",
+                                             "parallelism",
+                                             "leaderElection",
+                                             "clientConnection",
+                                             "healthzBindAddress",
+                                             "metricsBindAddress",
+                                             "enableProfiling",
+                                             "enableContentionProfiling",
+                                             "percentageOfNodesToScore",
+                                             "podInitialBackoffSeconds",
+                                             "podMaxBackoffSeconds",
+                                             "profiles",
+                                             "extenders",
+                                             "delayCacheUntilActive"};
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
     if (kTop.count(k) == 0) c.add(k, "unknown top-level key");
   }
   if (doc["leaderElection"]) {
-    if (!doc["leaderElection"].IsMap()) c.add("leaderElection", "must be a map");
-    else c.optional_bool(doc["leaderElection"], "leaderElect", "leaderElection");
+    if (!doc["leaderElection"].IsMap())
+      c.add("leaderElection", "must be a map");
+    else
+      c.optional_bool(doc["leaderElection"], "leaderElect", "leaderElection");
   }
   if (doc["profiles"]) {
-    if (!doc["profiles"].IsSequence()) c.add("profiles", "must be a list");
+    if (!doc["profiles"].IsSequence())
+      c.add("profiles", "must be a list");
     else
       for (size_t i = 0; i < doc["profiles"].size(); ++i) {
         YAML::Node n = c.need(doc["profiles"][i], "schedulerName", fmt::format("profiles[{}]", i));
-        if (n && (!n.IsScalar() || n.Scalar().empty())) c.add(fmt::format("profiles[{}].schedulerName", i), "must be a non-empty string");
+        if (n && (!n.IsScalar() || n.Scalar().empty()))
+          c.add(fmt::format("profiles[{}].schedulerName", i), "must be a non-empty string");
       }
   }
   YAML::Node exts = c.need(doc, "extenders", "");
@@ -715,9 +767,9 @@ std::vector<std::string> check_scheduler_config(const YAML::Node& doc, std::opti
   }
   int binders = 0;
   std::set<std::string> managed_seen;
-  static const std::set<std::string> kKeys = {"urlPrefix", "filterVerb", "prioritizeVerb", "preemptVerb", "bindVerb",
-                                              "weight", "enableHTTPS", "tlsConfig", "httpTimeout", "nodeCacheCapable",
-                                              "managedResources", "ignorable"};
+  static const std::set<std::string> kKeys = {"urlPrefix",   "filterVerb",       "prioritizeVerb",   "preemptVerb",
+                                              "bindVerb",    "weight",           "enableHTTPS",      "tlsConfig",
+                                              "httpTimeout", "nodeCacheCapable", "managedResources", "ignorable"};
   for (size_t i = 0; i < exts.size(); ++i) {
     std::string ep = fmt::format("extenders[{}]", i);
     const YAML::Node& e = exts[i];
@@ -844,11 +896,13 @@ void check_known_keys(Checker& c, const YAML::Node& m, const std::string& path, 
 }
 
 void check_exact_request(Checker& c, const YAML::Node& x, const std::string& path) {
-  check_known_keys(c, x, path,
-                   {"deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity"});
+  check_known_keys(
+      c, x, path,
+      {"deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity"});
   if (!x.IsMap()) return;
   const YAML::Node cls = c.need(x, "deviceClassName", path);
-  if (cls && (!cls.IsScalar() || !dns_subdomain(cls.Scalar()))) c.add(path + ".deviceClassName", "must be a DeviceClass name");
+  if (cls && (!cls.IsScalar() || !dns_subdomain(cls.Scalar())))
+    c.add(path + ".deviceClassName", "must be a DeviceClass name");
   std::string mode = "ExactCount";
   if (const YAML::Node m = x["allocationMode"]) {
     mode = m.IsScalar() ? m.Scalar() : "?";
@@ -856,8 +910,10 @@ void check_exact_request(Checker& c, const YAML::Node& x, const std::string& pat
   }
   if (const YAML::Node n = x["count"]) {
     int64_t v = 0;
-    if (mode == "All") c.add(path + ".count", "must not be set with allocationMode All");
-    else if (!as_int(n, v) || v < 1) c.add(path + ".count", "must be an integer >= 1");
+    if (mode == "All")
+      c.add(path + ".count", "must not be set with allocationMode All");
+    else if (!as_int(n, v) || v < 1)
+      c.add(path + ".count", "must be an integer >= 1");
   }
   if (x["selectors"]) check_selectors(c, x["selectors"], path + ".selectors");
   c.optional_bool(x, "adminAccess", path);
@@ -881,21 +937,26 @@ void check_claim_spec(Checker& c, const YAML::Node& spec, const std::string& pat
       check_known_keys(c, reqs[i], rp, {"name", "exactly", "firstAvailable"});
       if (!reqs[i].IsMap()) continue;
       const YAML::Node name = c.need(reqs[i], "name", rp);
-      if (name && (!name.IsScalar() || !dns_label(name.Scalar()))) c.add(rp + ".name", "must be a DNS label");
-      else if (name && !names.insert(name.Scalar()).second) c.add(rp + ".name", "used twice");
+      if (name && (!name.IsScalar() || !dns_label(name.Scalar())))
+        c.add(rp + ".name", "must be a DNS label");
+      else if (name && !names.insert(name.Scalar()).second)
+        c.add(rp + ".name", "used twice");
       const bool exact = static_cast<bool>(reqs[i]["exactly"]);
       const bool first = static_cast<bool>(reqs[i]["firstAvailable"]);
       if (exact == first) c.add(rp, "needs exactly one of exactly and firstAvailable");
       if (exact) check_exact_request(c, reqs[i]["exactly"], rp + ".exactly");
       if (first) {
         const YAML::Node fa = reqs[i]["firstAvailable"];
-        if (!fa.IsSequence() || fa.size() == 0) c.add(rp + ".firstAvailable", "must be a non-empty list");
+        if (!fa.IsSequence() || fa.size() == 0)
+          c.add(rp + ".firstAvailable", "must be a non-empty list");
         else
           for (size_t j = 0; j < fa.size(); ++j) {
             const std::string sp = fmt::format("{}.firstAvailable[{}]", rp, j);
             YAML::Node sub = YAML::Clone(fa[j]);
-            if (sub.IsMap() && sub["name"]) sub.remove("name");
-            else c.add(sp + ".name", "missing");
+            if (sub.IsMap() && sub["name"])
+              sub.remove("name");
+            else
+              c.add(sp + ".name", "missing");
             check_exact_request(c, sub, sp);
           }
       }
@@ -911,7 +972,8 @@ void check_claim_spec(Checker& c, const YAML::Node& spec, const std::string& pat
         if (!cons[i].IsMap()) continue;
         if (const YAML::Node r = cons[i]["requests"]; r && r.IsSequence()) {
           for (const auto& n : r) {
-            if (!n.IsScalar() || names.count(n.Scalar()) == 0) c.add(cp + ".requests", "names a request the claim lacks");
+            if (!n.IsScalar() || names.count(n.Scalar()) == 0)
+              c.add(cp + ".requests", "names a request the claim lacks");
           }
         }
         if (!!cons[i]["matchAttribute"] == !!cons[i]["distinctAttribute"]) {
@@ -961,8 +1023,8 @@ std::string dra_config_yaml(const DraConfig& cfg) {
     if (ch == '+') ch = '.';
   }
   YAML::Node mig = object("ResourceClaimTemplate", "gpupack-mig-" + token, cfg.ns);
-  mig["spec"]["spec"] = claim_spec("mig", "mig.nvidia.com", cfg.mig_count,
-                                   {fmt::format("{}.profile == '{}'", attrs, cfg.mig_profile)});
+  mig["spec"]["spec"] =
+      claim_spec("mig", "mig.nvidia.com", cfg.mig_count, {fmt::format("{}.profile == '{}'", attrs, cfg.mig_profile)});
   docs.push_back(mig);
   std::string out;
   for (size_t i = 0; i < docs.size(); ++i) out += (i ? "---\n" : "") + emit(docs[i]);
@@ -982,7 +1044,8 @@ std::vector<std::string> check_dra_object(const YAML::Node& doc) {
   const YAML::Node meta = c.need(doc, "metadata", "");
   if (meta) {
     const YAML::Node name = c.need(meta, "name", "metadata");
-    if (name && (!name.IsScalar() || !dns_subdomain(name.Scalar()))) c.add("metadata.name", "must be a DNS subdomain name");
+    if (name && (!name.IsScalar() || !dns_subdomain(name.Scalar())))
+      c.add("metadata.name", "must be a DNS subdomain name");
     if (k == "DeviceClass" && meta["namespace"]) c.add("metadata.namespace", "a DeviceClass is cluster-scoped");
   }
   const YAML::Node spec = c.need(doc, "spec", "");

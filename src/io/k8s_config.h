@@ -138,10 +138,10 @@ inline constexpr int kDraMaxKubeMinor = 36;
 struct DraConfig {
   int kube_minor = kDraMinKubeMinor;
   std::string ns = "default";
-  int whole_gpus = 1;              // GPUs per claim of the whole-GPU template (1..64)
-  int64_t shared_memory_mib = 0;   // shared claim: GPU memory at least this (0 = any GPU)
+  int whole_gpus = 1;             // GPUs per claim of the whole-GPU template (1..64)
+  int64_t shared_memory_mib = 0;  // shared claim: GPU memory at least this (0 = any GPU)
   std::string mig_profile = "1g.10gb";
-  int mig_count = 1;               // MIG devices per claim (1..7)
+  int mig_count = 1;  // MIG devices per claim (1..7)
 };
 
 // Multi-document YAML ("---" between objects); throws std::invalid_argument

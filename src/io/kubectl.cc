@@ -83,7 +83,8 @@ std::map<std::string, std::string> string_map(const std::string& obj, const json
   if (m == nullptr) return out;
   for (auto it = m->begin(); it != m->end(); ++it) {
     if (!it->is_string()) {
-      fail(obj, fmt::format("{}[\"{}\"]", path, excerpt(it.key())), fmt::format("expected a string, got {}", short_dump(*it)));
+      fail(obj, fmt::format("{}[\"{}\"]", path, excerpt(it.key())),
+           fmt::format("expected a string, got {}", short_dump(*it)));
     }
     out.emplace(it.key(), it->get<std::string>());
   }
@@ -298,9 +299,9 @@ void apply_gpu_request(const std::string& obj, K8sPod& pod, const ResourceTotals
     }
   }
   if (whole > 0 && pod.shared_replicas > 0) {
-    fail(obj, "spec.containers[*].resources",
-         fmt::format("asks for both {} ({}) and {} ({})", kGpuResource, whole, kGpuSharedResource,
-                     pod.shared_replicas));
+    fail(
+        obj, "spec.containers[*].resources",
+        fmt::format("asks for both {} ({}) and {} ({})", kGpuResource, whole, kGpuSharedResource, pod.shared_replicas));
   }
 
   int64_t milli = 0;
@@ -351,8 +352,9 @@ ModelMask parse_model_constraint(const std::string& obj, std::string_view key, c
     if (name.empty()) fail(obj, field, fmt::format("\"{}\" has an empty model name", value));
     const auto id = find_gpu_model(name);
     if (!id) {
-      fail(obj, field, fmt::format("unknown GPU model \"{}\" in \"{}\" (known: {})", name, value,
-                                   GpuCatalog::builtin().known_names()));
+      fail(obj, field,
+           fmt::format("unknown GPU model \"{}\" in \"{}\" (known: {})", name, value,
+                       GpuCatalog::builtin().known_names()));
     }
     mask |= model_bit(*id);
     if (sep == std::string_view::npos) break;
@@ -371,17 +373,16 @@ void apply_model_constraints(const std::string& obj, K8sPod& pod) {
   if (ours != nullptr) mask &= parse_model_constraint(obj, annotations::kGpuModels, *ours);
   if (openb != nullptr) mask &= parse_model_constraint(obj, annotations::kAlibabaGpuCardModel, *openb);
   if (mask == 0) {
-    fail(obj, annotation_field(annotations::kGpuModels),
-         fmt::format("\"{}\" and {} \"{}\" allow no model in common", *ours, annotations::kAlibabaGpuCardModel,
-                     *openb));
+    fail(
+        obj, annotation_field(annotations::kGpuModels),
+        fmt::format("\"{}\" and {} \"{}\" allow no model in common", *ours, annotations::kAlibabaGpuCardModel, *openb));
   }
   pod.request.allowed_models = mask;
 }
 
 void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
   if (const std::string* v = find_annotation(pod, annotations::kGpuMemoryMib)) {
-    pod.gpu_memory_mib = strict_int(obj, annotation_field(annotations::kGpuMemoryMib), *v, 1,
-                                    int64_t{1} << 40);
+    pod.gpu_memory_mib = strict_int(obj, annotation_field(annotations::kGpuMemoryMib), *v, 1, int64_t{1} << 40);
   }
   apply_model_constraints(obj, pod);
   const std::string* gang_name = find_annotation(pod, annotations::kGangName);
@@ -396,7 +397,8 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
     }
     if (gang_min != nullptr) {
       int64_t hi = g.size > 0 ? g.size : 100000;
-      g.min_member = static_cast<int32_t>(strict_int(obj, annotation_field(annotations::kGangMinMember), *gang_min, 1, hi));
+      g.min_member =
+          static_cast<int32_t>(strict_int(obj, annotation_field(annotations::kGangMinMember), *gang_min, 1, hi));
     } else {
       g.min_member = g.size;
     }
@@ -422,8 +424,9 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
       fail(obj, field, fmt::format("\"{}\" is not nvlink, pcie-switch or numa", excerpt(*scope)));
     }
     if (pod.request.gpu_count == 0) {
-      fail(obj, field, fmt::format("applies to pods that request GPUs ({} or {}); this pod requests none",
-                                   kGpuResource, annotations::kGpuMilli));
+      fail(obj, field,
+           fmt::format("applies to pods that request GPUs ({} or {}); this pod requests none", kGpuResource,
+                       annotations::kGpuMilli));
     }
     pod.request.gpu_scope = s;
     pod.request.scope_required = true;
@@ -488,11 +491,10 @@ void assign_unknown_pool(const std::string& obj, const std::string& field, K8sNo
                          ? fmt::format("no GPU product label ({} or {}) on a node with {} GPUs", kGpuProductLabel,
                                        annotations::kAlibabaGpuCardModel, n.spec.gpu_count)
                          : fmt::format("GPU product \"{}\" is not in the catalog", n.gpu_product);
-  std::string memory = n.gpu_memory_mib > 0
-                           ? fmt::format("{} MiB per GPU from {}", n.gpu_memory_mib, kGpuMemoryLabel)
-                           : fmt::format("GPU memory unknown (no {} label)", kGpuMemoryLabel);
-  std::string msg = fmt::format("{}: {}: {}; scheduled as its own pool \"{}\" ({}), matching no other model",
-                                obj, field, what, label, memory);
+  std::string memory = n.gpu_memory_mib > 0 ? fmt::format("{} MiB per GPU from {}", n.gpu_memory_mib, kGpuMemoryLabel)
+                                            : fmt::format("GPU memory unknown (no {} label)", kGpuMemoryLabel);
+  std::string msg = fmt::format("{}: {}: {}; scheduled as its own pool \"{}\" ({}), matching no other model", obj,
+                                field, what, label, memory);
   if (!r.created && r.memory_mib != n.gpu_memory_mib) {
     msg += fmt::format("; the pool keeps the {} MiB of the node that created it", r.memory_mib);
   }
@@ -637,8 +639,8 @@ K8sNode parse_node(const json& j) {
     physical = count_at(obj, field, *text);
   }
   if (physical > kMaxGpusPerNode) {
-    fail(obj, "status.allocatable", fmt::format("{} GPUs exceed the {} GPUs per node gpupack supports", physical,
-                                                kMaxGpusPerNode));
+    fail(obj, "status.allocatable",
+         fmt::format("{} GPUs exceed the {} GPUs per node gpupack supports", physical, kMaxGpusPerNode));
   }
   n.spec.gpu_count = static_cast<int32_t>(physical);
 

@@ -48,13 +48,13 @@ namespace gpupack {
 
 // gpupack's own pod and node annotations (see docs/KUBERNETES.md).
 namespace annotations {
-inline constexpr std::string_view kGpuMilli = "gpupack.io/gpu-milli";            // 1..1000 per GPU
-inline constexpr std::string_view kGpuMemoryMib = "gpupack.io/gpu-memory-mib";   // per GPU, MiB
-inline constexpr std::string_view kGpuModels = "gpupack.io/gpu-models";          // "A100-80GB,H100-80GB"
+inline constexpr std::string_view kGpuMilli = "gpupack.io/gpu-milli";           // 1..1000 per GPU
+inline constexpr std::string_view kGpuMemoryMib = "gpupack.io/gpu-memory-mib";  // per GPU, MiB
+inline constexpr std::string_view kGpuModels = "gpupack.io/gpu-models";         // "A100-80GB,H100-80GB"
 inline constexpr std::string_view kGangName = "gpupack.io/gang-name";
 inline constexpr std::string_view kGangSize = "gpupack.io/gang-size";
 inline constexpr std::string_view kGangMinMember = "gpupack.io/gang-min-member";
-inline constexpr std::string_view kAssignedGpus = "gpupack.io/assigned-gpus";    // "node-a:0,1[@milli]"
+inline constexpr std::string_view kAssignedGpus = "gpupack.io/assigned-gpus";  // "node-a:0,1[@milli]"
 // Pod: keep the GPUs in one group of this kind: nvlink | pcie-switch | numa.
 inline constexpr std::string_view kGpuScope = "gpupack.io/gpu-scope";
 // Pod: required (the default: nodes without such a group are filtered out) | preferred.
@@ -90,15 +90,15 @@ struct K8sNode {
   bool ready = true;                               // Ready condition (true when absent)
 
   // GPU facts.
-  std::string gpu_product;          // the label the model came from ("" when none)
-  bool gpu_model_known = false;     // gpu_product is a built-in model (else spec.gpu_model
-                                    // is an unknown pool when the node has GPUs)
-  int64_t gpu_memory_mib = 0;       // nvidia.com/gpu.memory label; 0 = unknown
-  int32_t gpu_replicas = 1;         // sharing replicas per GPU (>= 1)
-  std::string sharing_strategy;     // nvidia.com/gpu.sharing-strategy; "" when absent
-  std::string mig_strategy;         // nvidia.com/mig.strategy; "" when absent
-  int64_t gpu_resource = 0;         // allocatable nvidia.com/gpu
-  int64_t gpu_shared_resource = 0;  // allocatable nvidia.com/gpu.shared
+  std::string gpu_product;                     // the label the model came from ("" when none)
+  bool gpu_model_known = false;                // gpu_product is a built-in model (else spec.gpu_model
+                                               // is an unknown pool when the node has GPUs)
+  int64_t gpu_memory_mib = 0;                  // nvidia.com/gpu.memory label; 0 = unknown
+  int32_t gpu_replicas = 1;                    // sharing replicas per GPU (>= 1)
+  std::string sharing_strategy;                // nvidia.com/gpu.sharing-strategy; "" when absent
+  std::string mig_strategy;                    // nvidia.com/mig.strategy; "" when absent
+  int64_t gpu_resource = 0;                    // allocatable nvidia.com/gpu
+  int64_t gpu_shared_resource = 0;             // allocatable nvidia.com/gpu.shared
   std::map<std::string, int64_t> mig_devices;  // profile ("1g.10gb") -> allocatable count
   // Levels that gpupack.io/gpu-topology declares, bit (1 << GpuScope); the
   // groups are the ids in spec.gpus (and spec.numa for NUMA).
@@ -162,7 +162,7 @@ struct K8sPod {
   std::map<std::string, int64_t> extended;     // every other non cpu/memory resource
   std::optional<GangSpec> gang;
   std::optional<GpuAssignmentAnnotation> assigned;
-  bool gpu_milli_given = false;                // gpu_milli came from an annotation
+  bool gpu_milli_given = false;  // gpu_milli came from an annotation
 
   std::string key() const { return namespace_name + "/" + name; }
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
@@ -184,8 +184,7 @@ struct K8sPod {
 //   ("unlabeled" without a label) and sized by nvidia.com/gpu.memory (MiB;
 //   0 = unknown when absent); K8sNode::warnings says so. When the catalog has
 //   no room left (kMaxGpuModels) the node is rejected with that error.
-std::optional<GpuModelId> find_gpu_model(std::string_view product,
-                                         const GpuCatalog& catalog = GpuCatalog::builtin());
+std::optional<GpuModelId> find_gpu_model(std::string_view product, const GpuCatalog& catalog = GpuCatalog::builtin());
 // The product without a trailing "-SHARED" (any case) and trailing spaces.
 std::string_view gpu_product_pool_label(std::string_view product);
 

@@ -45,9 +45,7 @@ std::vector<NodeSpec> read_openb_nodes(const std::string& path) {
     const std::string& model = t.field(row, c_model);
     if (n.gpu_count > 0) {
       auto id = GpuCatalog::builtin().find(model);
-      if (!id)
-        t.fail(row, c_model,
-               fmt::format("unknown GPU model (known: {})", GpuCatalog::builtin().known_names()));
+      if (!id) t.fail(row, c_model, fmt::format("unknown GPU model (known: {})", GpuCatalog::builtin().known_names()));
       n.gpu_model = *id;
     } else if (!model.empty() && !GpuCatalog::builtin().find(model)) {
       t.fail(row, c_model, "unknown GPU model");
@@ -61,9 +59,9 @@ std::vector<TracePod> read_openb_pods(const std::string& path) {
   const CsvTable t = CsvTable::read(path);
   const int c_name = t.column("name"), c_cpu = t.column("cpu_milli"), c_mem = t.column("memory_mib"),
             c_ngpu = t.column("num_gpu"), c_milli = t.column("gpu_milli");
-  const auto c_spec = t.find_column("gpu_spec"), c_qos = t.find_column("qos"),
-             c_phase = t.find_column("pod_phase"), c_create = t.find_column("creation_time"),
-             c_delete = t.find_column("deletion_time"), c_sched = t.find_column("scheduled_time");
+  const auto c_spec = t.find_column("gpu_spec"), c_qos = t.find_column("qos"), c_phase = t.find_column("pod_phase"),
+             c_create = t.find_column("creation_time"), c_delete = t.find_column("deletion_time"),
+             c_sched = t.find_column("scheduled_time");
   auto time_field = [&](const CsvTable::Row& row, std::optional<int> c) -> int64_t {
     if (!c || t.field(row, *c).empty()) return -1;
     return t.int_field(row, *c, 0, std::numeric_limits<int64_t>::max() / 2);
@@ -117,8 +115,7 @@ std::vector<std::string> read_arrival_order(const std::string& path) {
   order.reserve(t.rows().size());
   for (const auto& row : t.rows()) {
     const int64_t idx = t.int_field(row, c_idx, 0, std::numeric_limits<int32_t>::max());
-    if (idx != static_cast<int64_t>(order.size()))
-      t.fail(row, c_idx, fmt::format("expected idx {}", order.size()));
+    if (idx != static_cast<int64_t>(order.size())) t.fail(row, c_idx, fmt::format("expected idx {}", order.size()));
     if (t.field(row, c_pod).empty()) t.fail(row, c_pod, "empty pod name");
     order.push_back(t.field(row, c_pod));
   }

@@ -97,26 +97,58 @@ Quantity parse_quantity(std::string_view text) {
   if (suffix.empty()) {
   } else if (suffix.size() == 2 && suffix[1] == 'i') {
     switch (suffix[0]) {
-      case 'K': q.exp2 = 10; break;
-      case 'M': q.exp2 = 20; break;
-      case 'G': q.exp2 = 30; break;
-      case 'T': q.exp2 = 40; break;
-      case 'P': q.exp2 = 50; break;
-      case 'E': q.exp2 = 60; break;
-      default: bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
+      case 'K':
+        q.exp2 = 10;
+        break;
+      case 'M':
+        q.exp2 = 20;
+        break;
+      case 'G':
+        q.exp2 = 30;
+        break;
+      case 'T':
+        q.exp2 = 40;
+        break;
+      case 'P':
+        q.exp2 = 50;
+        break;
+      case 'E':
+        q.exp2 = 60;
+        break;
+      default:
+        bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
     }
   } else if (suffix.size() == 1) {
     switch (suffix[0]) {
-      case 'n': q.exp10 -= 9; break;
-      case 'u': q.exp10 -= 6; break;
-      case 'm': q.exp10 -= 3; break;
-      case 'k': q.exp10 += 3; break;
-      case 'M': q.exp10 += 6; break;
-      case 'G': q.exp10 += 9; break;
-      case 'T': q.exp10 += 12; break;
-      case 'P': q.exp10 += 15; break;
-      case 'E': q.exp10 += 18; break;
-      default: bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
+      case 'n':
+        q.exp10 -= 9;
+        break;
+      case 'u':
+        q.exp10 -= 6;
+        break;
+      case 'm':
+        q.exp10 -= 3;
+        break;
+      case 'k':
+        q.exp10 += 3;
+        break;
+      case 'M':
+        q.exp10 += 6;
+        break;
+      case 'G':
+        q.exp10 += 9;
+        break;
+      case 'T':
+        q.exp10 += 12;
+        break;
+      case 'P':
+        q.exp10 += 15;
+        break;
+      case 'E':
+        q.exp10 += 18;
+        break;
+      default:
+        bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
     }
   } else if (suffix[0] == 'e' || suffix[0] == 'E') {
     size_t j = 1;
@@ -156,13 +188,9 @@ int64_t quantity_value(const Quantity& q) { return scaled(q, 0, 0, Round::kUp); 
 int64_t quantity_milli(const Quantity& q) { return scaled(q, 3, 0, Round::kUp); }
 int64_t quantity_mib(const Quantity& q, Round round) { return scaled(q, 0, -20, round); }
 
-bool quantity_is_integer(const Quantity& q) {
-  return scaled(q, 0, 0, Round::kUp) == scaled(q, 0, 0, Round::kDown);
-}
+bool quantity_is_integer(const Quantity& q) { return scaled(q, 0, 0, Round::kUp) == scaled(q, 0, 0, Round::kDown); }
 
 int64_t parse_cpu_milli(std::string_view text) { return quantity_milli(parse_quantity(text)); }
-int64_t parse_memory_mib(std::string_view text, Round round) {
-  return quantity_mib(parse_quantity(text), round);
-}
+int64_t parse_memory_mib(std::string_view text, Round round) { return quantity_mib(parse_quantity(text), round); }
 
 }  // namespace gpupack

@@ -39,7 +39,7 @@ MigGeometry eight_slice(const EightSliceModel& m) {
   static constexpr int kMem[7] = {1, 1, 2, 2, 4, 4, 8};
   static constexpr int kMax[7] = {7, 1, 4, 3, 2, 1, 1};
   static constexpr uint8_t kStarts[7] = {kStarts0to6, kStarts0to6, kStartsEven, kStarts024,
-                                         kStarts04, kStart0, kStart0};
+                                         kStarts04,   kStart0,     kStart0};
   MigGeometry g;
   const auto id = GpuCatalog::builtin().find(m.model);
   g.model = id.value_or(0);
@@ -75,7 +75,8 @@ std::vector<MigGeometry> build_tables() {
   std::vector<MigGeometry> out;
   // A100-40GB: ids and placements from the MIG guide's -lgipp example;
   // memory from go-nvml's A100 mock (MB as NVML reports); 14 SMs per slice.
-  out.push_back(eight_slice({"A100-40GB", {"0x20B010DE", "0x20F110DE"},
+  out.push_back(eight_slice({"A100-40GB",
+                             {"0x20B010DE", "0x20F110DE"},
                              {"1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"},
                              {4864, 4864, 9856, 9856, 19968, 19968, 40192},
                              {14, 14, 14, 28, 42, 56, 98},
@@ -84,7 +85,8 @@ std::vector<MigGeometry> build_tables() {
   // A100-80GB: same geometry; memory from the 80GB mock. The NVML profile ids
   // are ASSUMED equal to the 40GB ones (no 80GB -lgip dump seen), so every
   // profile is flagged inferred.
-  out.push_back(eight_slice({"A100-80GB", {"0x20B210DE", "0x20B510DE"},
+  out.push_back(eight_slice({"A100-80GB",
+                             {"0x20B210DE", "0x20B510DE"},
                              {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"},
                              {9856, 9856, 19968, 19968, 40192, 40192, 80384},
                              {14, 14, 14, 28, 42, 56, 98},
@@ -94,7 +96,8 @@ std::vector<MigGeometry> build_tables() {
   // Memory: GFD labels where seen (1g.10gb 9984, 2g.20gb 20096, 3g.40gb 40320);
   // 1g.10gb+me, 1g.20gb and 4g.40gb take the figure of the profile with the
   // same memory slices; 7g.80gb is -lgip's 79.25 GiB.
-  out.push_back(eight_slice({"H100-80GB", {"0x233010DE"},
+  out.push_back(eight_slice({"H100-80GB",
+                             {"0x233010DE"},
                              {"1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"},
                              {9984, 9984, 20096, 20096, 40320, 40320, 81152},
                              {16, 16, 26, 32, 60, 64, 132},
@@ -103,11 +106,11 @@ std::vector<MigGeometry> build_tables() {
   // H200 141GB: names and engine counts from the MIG guide and operator
   // configs; ids and placements are INFERRED from H100 (same GH100 geometry),
   // memory is INFERRED (scaled), SMs follow H100 and user reports.
-  out.push_back(eight_slice({"H200", {"0x233510DE", "0x233B10DE"},
+  out.push_back(eight_slice({"H200",
+                             {"0x233510DE", "0x233B10DE"},
                              {"1g.18gb", "1g.18gb+me", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"},
-                             {h200_from_h100(9984), h200_from_h100(9984), h200_from_h100(20096),
-                              h200_from_h100(20096), h200_from_h100(40320), h200_from_h100(40320),
-                              h200_from_h100(81152)},
+                             {h200_from_h100(9984), h200_from_h100(9984), h200_from_h100(20096), h200_from_h100(20096),
+                              h200_from_h100(40320), h200_from_h100(40320), h200_from_h100(81152)},
                              {16, 16, 26, 32, 60, 64, 132},
                              {true, true, true, true, true, true, true},
                              true}));
@@ -121,8 +124,8 @@ std::vector<MigGeometry> build_tables() {
     g.memory_slices = 4;
     g.compute_slices = 4;
     g.pci_device_ids = {"0x20B710DE"};
-    auto add = [&](const char* name, int id, int gs, int mem, int sms, int64_t mib, int max,
-                   uint8_t starts, bool me, bool inferred) {
+    auto add = [&](const char* name, int id, int gs, int mem, int sms, int64_t mib, int max, uint8_t starts, bool me,
+                   bool inferred) {
       MigProfile p;
       p.name = name;
       p.nvml_profile_id = id;

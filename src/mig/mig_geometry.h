@@ -29,8 +29,8 @@ struct MigProfile {
   int memory_slices = 0;    // placement size
   int sm_count = 0;
   int64_t memory_mib = 0;
-  int max_instances = 0;    // per GPU
-  uint8_t start_mask = 0;   // bit s set = may start at memory slice s
+  int max_instances = 0;         // per GPU
+  uint8_t start_mask = 0;        // bit s set = may start at memory slice s
   bool media_extension = false;  // a "+me" profile (at most one per GPU)
   bool inferred = false;         // some figure not confirmed on hardware
 
@@ -41,17 +41,15 @@ struct MigProfile {
   std::string config_token() const;
   std::vector<int> starts() const;
   // Memory slices covered when placed at `start` (bit s = slice s).
-  uint8_t slice_bits(int start) const {
-    return static_cast<uint8_t>(((1u << memory_slices) - 1u) << start);
-  }
+  uint8_t slice_bits(int start) const { return static_cast<uint8_t>(((1u << memory_slices) - 1u) << start); }
 };
 
 struct MigGeometry {
   GpuModelId model = 0;
-  std::string model_name;      // catalog name, e.g. "A100-40GB"
-  int memory_slices = 0;       // 8 (A100/H100/H200) or 4 (A30)
-  int compute_slices = 0;      // 7 or 4: the compute budget of a GPU
-  bool inferred = false;       // the whole table is inferred (H200)
+  std::string model_name;  // catalog name, e.g. "A100-40GB"
+  int memory_slices = 0;   // 8 (A100/H100/H200) or 4 (A30)
+  int compute_slices = 0;  // 7 or 4: the compute budget of a GPU
+  bool inferred = false;   // the whole table is inferred (H200)
   // PCI device+vendor ids of the boards of this model, as mig-parted's
   // `device-filter` spells them ("0x20B010DE").
   std::vector<std::string> pci_device_ids;

@@ -19,8 +19,7 @@ std::string precheck(const MigGeometry& geo, const MigCountVector& counts) {
     const MigProfile& p = geo.profile(i);
     const int n = counts[i];
     if (n > p.max_instances) {
-      return fmt::format("{} x{} exceeds the {} instance(s) a {} allows", p.name, n,
-                         p.max_instances, geo.model_name);
+      return fmt::format("{} x{} exceeds the {} instance(s) a {} allows", p.name, n, p.max_instances, geo.model_name);
     }
     compute += n * p.compute_slices;
     memory += n * p.memory_slices;
@@ -34,12 +33,10 @@ std::string precheck(const MigGeometry& geo, const MigCountVector& counts) {
     return fmt::format("{} +me instances ({}) but a GPU allows at most one", me, me_names);
   }
   if (compute > geo.compute_slices) {
-    return fmt::format("needs {} compute slices but a {} has {}", compute, geo.model_name,
-                       geo.compute_slices);
+    return fmt::format("needs {} compute slices but a {} has {}", compute, geo.model_name, geo.compute_slices);
   }
   if (memory > geo.memory_slices) {
-    return fmt::format("needs {} memory slices but a {} has {}", memory, geo.model_name,
-                       geo.memory_slices);
+    return fmt::format("needs {} memory slices but a {} has {}", memory, geo.model_name, geo.memory_slices);
   }
   return {};
 }
@@ -85,14 +82,13 @@ MigLayoutResult build_layout(const MigGeometry& geo, const std::vector<MigPlacem
   return {state, {}};
 }
 
-MigLayoutResult build_layout(const MigGeometry& geo,
-                             const std::vector<std::pair<std::string, int>>& named_placements) {
+MigLayoutResult build_layout(const MigGeometry& geo, const std::vector<std::pair<std::string, int>>& named_placements) {
   std::vector<MigPlacement> placements;
   for (const auto& [name, start] : named_placements) {
     const auto idx = geo.find(name);
     if (!idx) {
-      return refuse(fmt::format("unknown MIG profile '{}' for {} (known: {})", name, geo.model_name,
-                                geo.profile_names()));
+      return refuse(
+          fmt::format("unknown MIG profile '{}' for {} (known: {})", name, geo.model_name, geo.profile_names()));
     }
     placements.push_back({*idx, start});
   }
@@ -113,9 +109,10 @@ MigLayoutResult find_placement(const MigGeometry& geo, const MigCountVector& cou
     return pa.compute_slices > pb.compute_slices;
   });
   if (search.run(0, 0)) return {search.state, {}};
-  return refuse(fmt::format("no placement of {} on a {} avoids overlapping memory slices "
-                            "(every combination of valid starts was tried)",
-                            describe_counts(geo, counts), geo.model_name));
+  return refuse(
+      fmt::format("no placement of {} on a {} avoids overlapping memory slices "
+                  "(every combination of valid starts was tried)",
+                  describe_counts(geo, counts), geo.model_name));
 }
 
 MigLayoutResult find_placement(const MigGeometry& geo, const MigProfileCounts& counts) {
@@ -133,8 +130,8 @@ MigCountVector count_vector(const MigGeometry& geo, const MigProfileCounts& coun
   for (const auto& [name, n] : counts) {
     const auto idx = geo.find(name);
     if (!idx) {
-      throw std::invalid_argument(fmt::format("unknown MIG profile '{}' for {} (known: {})", name,
-                                              geo.model_name, geo.profile_names()));
+      throw std::invalid_argument(
+          fmt::format("unknown MIG profile '{}' for {} (known: {})", name, geo.model_name, geo.profile_names()));
     }
     if (n < 0 || n > 255) {
       throw std::invalid_argument(fmt::format("count of MIG profile '{}' is out of range ({})", name, n));
@@ -158,15 +155,12 @@ MigProfileCounts counts_by_name(const MigGeometry& geo, const MigCountVector& co
   return out;
 }
 
-MigProfileCounts counts_by_name(const MigGpuState& gpu) {
-  return counts_by_name(gpu.geometry(), count_vector(gpu));
-}
+MigProfileCounts counts_by_name(const MigGpuState& gpu) { return counts_by_name(gpu.geometry(), count_vector(gpu)); }
 
 std::string format_layout(const MigGpuState& gpu) {
   std::string out;
   for (const auto& inst : gpu.instances()) {
-    out += fmt::format("{}{}@{}", out.empty() ? "" : " ", gpu.geometry().profile(inst.profile).name,
-                       inst.start);
+    out += fmt::format("{}{}@{}", out.empty() ? "" : " ", gpu.geometry().profile(inst.profile).name, inst.start);
   }
   return out.empty() ? "(empty)" : out;
 }

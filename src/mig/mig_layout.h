@@ -36,8 +36,7 @@ struct MigLayoutResult {
 // Places the instances in order; refuses with the first rule broken.
 MigLayoutResult build_layout(const MigGeometry& geo, const std::vector<MigPlacement>& placements);
 // Same with profile names: {("3g.20gb", 4), ("4g.20gb", 0)}.
-MigLayoutResult build_layout(const MigGeometry& geo,
-                             const std::vector<std::pair<std::string, int>>& named_placements);
+MigLayoutResult build_layout(const MigGeometry& geo, const std::vector<std::pair<std::string, int>>& named_placements);
 
 // A valid placement for the given counts, or the reason none exists.
 MigLayoutResult find_placement(const MigGeometry& geo, const MigProfileCounts& counts);

@@ -76,7 +76,8 @@ struct Checker {
     for (const auto& kv : e) {
       const std::string key = text_of(kv.first);
       if (!kKeys.count(key)) {
-        error(path, kv.first, fmt::format("unknown key '{}' (allowed: device-filter, devices, mig-enabled, mig-devices)", key));
+        error(path, kv.first,
+              fmt::format("unknown key '{}' (allowed: device-filter, devices, mig-enabled, mig-devices)", key));
       }
     }
     // device-filter: string or list of strings, each a quoted PCI device+vendor id.
@@ -94,8 +95,7 @@ struct Checker {
           error(path + ".device-filter", x,
                 fmt::format("'{}': PCI ids must be quoted strings (a plain 0x... reads as an integer)", x.Scalar()));
         } else if (!x.IsScalar() || !valid_pci_id(x.Scalar())) {
-          error(path + ".device-filter", x,
-                fmt::format("'{}' is not a PCI device id such as 0x20B010DE", text_of(x)));
+          error(path + ".device-filter", x, fmt::format("'{}' is not a PCI device id such as 0x20B010DE", text_of(x)));
         } else if (out) {
           out->device_filter.push_back(x.Scalar());
         }
@@ -404,8 +404,7 @@ MigPartedConfig parse_mig_parted_config(std::string_view yaml) {
   try {
     root = YAML::Load(std::string(yaml));
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(
-        fmt::format("mig-parted config (line {}): not valid YAML: {}", e.mark.line + 1, e.msg));
+    throw std::invalid_argument(fmt::format("mig-parted config (line {}): not valid YAML: {}", e.mark.line + 1, e.msg));
   }
   Checker c;
   MigPartedConfig out;

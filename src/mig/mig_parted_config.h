@@ -33,10 +33,10 @@
 namespace gpupack {
 
 struct MigPartedEntry {
-  std::vector<std::string> device_filter;  // PCI ids such as "0x233010DE"; empty = any device
+  std::vector<std::string> device_filter;   // PCI ids such as "0x233010DE"; empty = any device
   std::optional<std::vector<int>> devices;  // GPU indices; nullopt = "all"
   bool mig_enabled = false;
-  MigProfileCounts mig_devices;            // profile -> count per GPU (enabled only)
+  MigProfileCounts mig_devices;  // profile -> count per GPU (enabled only)
 
   // Does this entry select GPU `index` whose board has one of `pci_ids`?
   bool selects(int index, const std::vector<std::string>& pci_ids) const;

@@ -22,8 +22,8 @@ MigTargetMix mix_from_names(const MigGeometry& geo, const std::map<std::string, 
   for (const auto& [name, w] : weights) {
     const auto idx = geo.find(name);
     if (!idx) {
-      throw std::invalid_argument(fmt::format("unknown MIG profile '{}' for {} (known: {})", name,
-                                              geo.model_name, geo.profile_names()));
+      throw std::invalid_argument(
+          fmt::format("unknown MIG profile '{}' for {} (known: {})", name, geo.model_name, geo.profile_names()));
     }
     if (w < 0) {
       throw std::invalid_argument(fmt::format("weight of MIG profile '{}' is negative ({})", name, w));

@@ -40,8 +40,8 @@ std::optional<int> first_free_start(const MigGpuState& gpu, int profile);
 
 struct MigStartScore {
   int start = 0;
-  double blocked_weight = 0;    // weight of profiles that no longer fit anywhere
-  double capacity_weight = 0;   // sum of weight x instances still placeable
+  double blocked_weight = 0;   // weight of profiles that no longer fit anywhere
+  double capacity_weight = 0;  // sum of weight x instances still placeable
 };
 // Score of every valid start of `profile`, ascending start.
 std::vector<MigStartScore> score_starts(const MigGpuState& gpu, int profile, const MigTargetMix& mix);

@@ -21,23 +21,22 @@ std::string start_list(uint8_t mask) {
 
 std::string MigGpuState::check_profile(int profile) const {
   if (profile < 0 || profile >= geo_->size()) {
-    return fmt::format("profile index {} is not a {} profile (0..{})", profile, geo_->model_name,
-                       geo_->size() - 1);
+    return fmt::format("profile index {} is not a {} profile (0..{})", profile, geo_->model_name, geo_->size() - 1);
   }
   return {};
 }
 
 std::string MigGpuState::budget_refusal(const MigProfile& p, int profile) const {
   if (counts_[profile] >= p.max_instances) {
-    return fmt::format("{} already has {} instance(s), the most a {} allows", p.name,
-                       counts_[profile], geo_->model_name);
+    return fmt::format("{} already has {} instance(s), the most a {} allows", p.name, counts_[profile],
+                       geo_->model_name);
   }
   if (p.media_extension && me_used_ > 0) {
     return fmt::format("{} is a +me profile and the GPU already has a +me instance", p.name);
   }
   if (compute_used_ + p.compute_slices > geo_->compute_slices) {
-    return fmt::format("{} needs {} compute slice(s) but only {} of {} are free", p.name,
-                       p.compute_slices, compute_free(), geo_->compute_slices);
+    return fmt::format("{} needs {} compute slice(s) but only {} of {} are free", p.name, p.compute_slices,
+                       compute_free(), geo_->compute_slices);
   }
   return {};
 }
@@ -49,16 +48,15 @@ std::string MigGpuState::why_not_anywhere(int profile) const {
   for (int s = 0; s < geo_->memory_slices; ++s) {
     if ((p.start_mask & (1u << s)) && (occupied_ & p.slice_bits(s)) == 0) return {};
   }
-  return fmt::format("every placement of {} (starts {}, {} slice(s)) overlaps an existing instance",
-                     p.name, start_list(p.start_mask), p.memory_slices);
+  return fmt::format("every placement of {} (starts {}, {} slice(s)) overlaps an existing instance", p.name,
+                     start_list(p.start_mask), p.memory_slices);
 }
 
 std::string MigGpuState::why_not(int profile, int start) const {
   if (auto bad = check_profile(profile); !bad.empty()) return bad;
   const MigProfile& p = geo_->profiles[profile];
   if (start < 0 || start >= geo_->memory_slices || (p.start_mask & (1u << start)) == 0) {
-    return fmt::format("{} cannot start at memory slice {} (valid starts {})", p.name, start,
-                       start_list(p.start_mask));
+    return fmt::format("{} cannot start at memory slice {} (valid starts {})", p.name, start, start_list(p.start_mask));
   }
   if (auto bad = budget_refusal(p, profile); !bad.empty()) return bad;
   const uint8_t clash = occupied_ & p.slice_bits(start);
@@ -69,8 +67,7 @@ std::string MigGpuState::why_not(int profile, int start) const {
       if (at_start_[t] == kNone) continue;
       const MigProfile& q = geo_->profiles[at_start_[t]];
       if (q.slice_bits(t) & (1u << s)) {
-        return fmt::format("{} at {} overlaps {} at {} (memory slice {})", p.name, start, q.name, t,
-                           s);
+        return fmt::format("{} at {} overlaps {} at {} (memory slice {})", p.name, start, q.name, t, s);
       }
     }
     return fmt::format("{} at {} overlaps memory slice {}", p.name, start, s);

@@ -73,9 +73,9 @@ class MigGpuState {
   std::string budget_refusal(const MigProfile& p, int profile) const;
 
   const MigGeometry* geo_;
-  uint8_t occupied_ = 0;       // bit s = memory slice s holds an instance
-  uint8_t compute_used_ = 0;   // sum of g over instances
-  uint8_t me_used_ = 0;        // number of "+me" instances (0 or 1)
+  uint8_t occupied_ = 0;      // bit s = memory slice s holds an instance
+  uint8_t compute_used_ = 0;  // sum of g over instances
+  uint8_t me_used_ = 0;       // number of "+me" instances (0 or 1)
   std::array<uint8_t, kMaxMigProfiles> counts_{};
   std::array<int8_t, kMaxMigMemorySlices> at_start_{};  // profile starting at slice s
 };

@@ -1,9 +1,9 @@
 #include "mig/repartition.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <stdexcept>
-#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -54,7 +54,6 @@ uint32_t fnv1a(std::string_view s) {
   return h;
 }
 
-
 // Layouts worth giving a GPU: only demanded profiles, at most the demand
 // (a subset of a feasible layout is feasible, so nothing better is lost).
 std::vector<MigCountVector> useful_layouts(const MigGeometry& geo, const Supply& want) {
@@ -73,11 +72,9 @@ std::vector<MigCountVector> useful_layouts(const MigGeometry& geo, const Supply&
 // nodes changed), minimised. At the end the state serving the most
 // instances, then the most memory slices, then the cheapest, wins. nullopt
 // when the number of states exceeds max_states.
-std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, const Supply& want,
-                                                      const Supply& base,
+std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, const Supply& want, const Supply& base,
                                                       const std::vector<MigCountVector>& current,
-                                                      const std::vector<std::string>& nodes,
-                                                      size_t max_states) {
+                                                      const std::vector<std::string>& nodes, size_t max_states) {
   const int n = geo.size();
   // Upper bound on the states of one layer: give up at once when even one
   // layer could exceed the budget.
@@ -231,8 +228,8 @@ MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus
     }
     const MigGeometry& geo = geometry_of(g.model, who);
     if (!g.in_use.empty() && g.in_use.size() != g.layout.size()) {
-      throw std::invalid_argument(fmt::format("{}: in_use has {} entries for {} instances", who,
-                                              g.in_use.size(), g.layout.size()));
+      throw std::invalid_argument(
+          fmt::format("{}: in_use has {} entries for {} instances", who, g.in_use.size(), g.layout.size()));
     }
     if (!g.mig_enabled && !g.layout.empty()) {
       throw std::invalid_argument(fmt::format("{}: MIG is disabled but instances are listed", who));
@@ -350,8 +347,7 @@ MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus
   return plan;
 }
 
-std::vector<MigGpuState> apply_mig_parted_config(const std::vector<MigGpuInventory>& gpus,
-                                                 std::string_view yaml,
+std::vector<MigGpuState> apply_mig_parted_config(const std::vector<MigGpuInventory>& gpus, std::string_view yaml,
                                                  const std::map<std::string, std::string>& node_labels) {
   const MigPartedConfig config = parse_mig_parted_config(yaml);
   std::vector<MigGpuState> out;
@@ -365,8 +361,8 @@ std::vector<MigGpuState> apply_mig_parted_config(const std::vector<MigGpuInvento
     if (label != node_labels.end()) {
       const auto cfg = config.configs.find(label->second);
       if (cfg == config.configs.end()) {
-        throw std::invalid_argument(fmt::format("node {}: label {}={} names no config in the file",
-                                                g.node, kMigConfigLabel, label->second));
+        throw std::invalid_argument(
+            fmt::format("node {}: label {}={} names no config in the file", g.node, kMigConfigLabel, label->second));
       }
       for (const auto& entry : cfg->second) {
         if (!entry.selects(g.gpu_index, geo.pci_device_ids)) continue;
@@ -375,8 +371,8 @@ std::vector<MigGpuState> apply_mig_parted_config(const std::vector<MigGpuInvento
         for (const auto& [p, c] : want) {
           const auto idx = geo.find(p);
           if (!idx) {
-            throw std::invalid_argument(fmt::format("{}: config {}: profile '{}' is not a {} profile",
-                                                    who, label->second, p, geo.model_name));
+            throw std::invalid_argument(
+                fmt::format("{}: config {}: profile '{}' is not a {} profile", who, label->second, p, geo.model_name));
           }
           if (c > 0) nonzero[geo.profile(*idx).name] += c;
         }

@@ -35,9 +35,9 @@ struct MigGpuInventory {
   std::string node;
   int gpu_index = 0;
   GpuModelId model = 0;
-  bool mig_enabled = true;               // false: whole GPU, layout must be empty
-  std::vector<MigPlacement> layout;      // current GPU instances
-  std::vector<bool> in_use;              // parallel to layout; empty = none in use
+  bool mig_enabled = true;           // false: whole GPU, layout must be empty
+  std::vector<MigPlacement> layout;  // current GPU instances
+  std::vector<bool> in_use;          // parallel to layout; empty = none in use
 
   bool idle() const;
 };
@@ -56,12 +56,12 @@ struct MigGpuPlan {
 };
 
 struct MigRepartitionPlan {
-  std::vector<MigGpuPlan> gpus;          // one per input GPU, input order
-  std::string method;                    // "exact", or "greedy" if some model's search was too large
+  std::vector<MigGpuPlan> gpus;  // one per input GPU, input order
+  std::string method;            // "exact", or "greedy" if some model's search was too large
   int changed_gpus = 0;
-  MigDemand unmet_before;                // demand not served by free instances now
-  MigDemand unmet_after;                 // demand not served after the plan
-  MigPartedConfig config;                // configs for nodes with a change
+  MigDemand unmet_before;                          // demand not served by free instances now
+  MigDemand unmet_after;                           // demand not served after the plan
+  MigPartedConfig config;                          // configs for nodes with a change
   std::map<std::string, std::string> node_labels;  // node -> nvidia.com/mig.config value
 
   std::string config_yaml() const { return to_yaml(config); }
@@ -79,8 +79,7 @@ MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus
 // of unlabelled nodes or not selected are untouched. Returns one state per
 // GPU (input order). Throws std::invalid_argument when the YAML is invalid,
 // a label names a missing config, or counts have no valid placement.
-std::vector<MigGpuState> apply_mig_parted_config(const std::vector<MigGpuInventory>& gpus,
-                                                 std::string_view yaml,
+std::vector<MigGpuState> apply_mig_parted_config(const std::vector<MigGpuInventory>& gpus, std::string_view yaml,
                                                  const std::map<std::string, std::string>& node_labels);
 
 }  // namespace gpupack

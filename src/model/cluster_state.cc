@@ -9,8 +9,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "mig/mig_geometry.h"
 #include <unordered_set>
+#include "mig/mig_geometry.h"
 
 namespace gpupack {
 
@@ -33,15 +33,14 @@ ClusterState::ClusterState(std::vector<NodeSpec> nodes) : specs_(std::move(nodes
     if (s.cpu_milli < 0 || s.memory_mib < 0 || s.gpu_count < 0)
       throw std::invalid_argument(fmt::format("node '{}': negative capacity", s.name));
     if (s.gpu_count > kMaxGpusPerNode)
-      throw std::invalid_argument(fmt::format("node '{}': {} GPUs, at most {} supported", s.name,
-                                              s.gpu_count, kMaxGpusPerNode));
+      throw std::invalid_argument(
+          fmt::format("node '{}': {} GPUs, at most {} supported", s.name, s.gpu_count, kMaxGpusPerNode));
     if (s.gpu_count > 0 && s.gpu_model >= GpuCatalog::builtin().size())
       throw std::invalid_argument(fmt::format("node '{}': unknown GPU model id", s.name));
     names_.push_back(s.name);
   }
   for (const auto& name : names_) {
-    if (!seen.insert(name).second)
-      throw std::invalid_argument(fmt::format("node '{}' appears twice", name));
+    if (!seen.insert(name).second) throw std::invalid_argument(fmt::format("node '{}' appears twice", name));
   }
   cpu_total_.resize(n);
   cpu_free_.resize(n);
@@ -126,7 +125,8 @@ void ClusterState::init_hardware() {
     if (s.gpu_memory_mib < 0) fail("negative GPU memory");
     for (size_t d = 0; d < s.mig_devices.size(); ++d) {
       const MigDeviceCount& dev = s.mig_devices[d];
-      if (dev.profile.empty() || dev.count < 0) fail(fmt::format("MIG device count {} for \"{}\"", dev.count, dev.profile));
+      if (dev.profile.empty() || dev.count < 0)
+        fail(fmt::format("MIG device count {} for \"{}\"", dev.count, dev.profile));
       for (size_t e = 0; e < d; ++e)
         if (s.mig_devices[e].profile == dev.profile) fail(fmt::format("MIG devices \"{}\" given twice", dev.profile));
     }
@@ -210,7 +210,8 @@ Dimension ClusterState::gpu_fit(NodeId node, int g, const Request& req, int mig_
   const size_t k = gi(node, g);
   const auto no = [&](Dimension d, std::string_view f, const auto&... args) {
     if (message)
-      *message = fmt::format("node {}: GPU {}: ", names_[index(node)], g) + fmt::vformat(f, fmt::make_format_args(args...));
+      *message =
+          fmt::format("node {}: GPU {}: ", names_[index(node)], g) + fmt::vformat(f, fmt::make_format_args(args...));
     return d;
   };
   const GpuMode mode = gpu_mode_[k];
@@ -223,7 +224,8 @@ Dimension ClusterState::gpu_fit(NodeId node, int g, const Request& req, int mig_
     const size_t m = static_cast<size_t>(gpu_mig_[k]);
     const MigGpuState& st = mig_[m];
     const MigGeometry& geo = st.geometry();
-    if (req.gpu_count != 1) return no(Dimension::kMigSlot, "a MIG instance serves one GPU, {} requested", req.gpu_count);
+    if (req.gpu_count != 1)
+      return no(Dimension::kMigSlot, "a MIG instance serves one GPU, {} requested", req.gpu_count);
     const std::optional<int> want = mig_profile_for(geo, req);
     if (!want)
       return no(Dimension::kMigSlot, "no {} MIG profile matches (profile '{}', {} MiB, {} SMs)", geo.model_name,
@@ -246,7 +248,9 @@ Dimension ClusterState::gpu_fit(NodeId node, int g, const Request& req, int mig_
     if (mig_fixed_[m]) {
       bool found = false;
       for (const MigPlacement& p : st.instances()) found |= p.profile == mig_profile && p.start == mig_start;
-      if (!found) return no(Dimension::kMigSlot, "no {} instance at slice {} in the fixed layout", geo.profile(*want).name, mig_start);
+      if (!found)
+        return no(Dimension::kMigSlot, "no {} instance at slice {} in the fixed layout", geo.profile(*want).name,
+                  mig_start);
       if ((mig_busy_[m] >> mig_start) & 1u)
         return no(Dimension::kMigSlot, "the {} instance at slice {} is in use", geo.profile(*want).name, mig_start);
       return Dimension::kNone;
@@ -260,7 +264,8 @@ Dimension ClusterState::gpu_fit(NodeId node, int g, const Request& req, int mig_
     if (free < kGpuMilliPerGpu) return no(Dimension::kGpuMilli, "exclusive GPU in use");
   } else if (mode == GpuMode::kMps) {
     const int replicas = gpu_replicas_[k];
-    if (gpu_clients_[k] >= replicas) return no(Dimension::kMpsClients, "MPS clients {} at the cap {}", gpu_clients_[k], replicas);
+    if (gpu_clients_[k] >= replicas)
+      return no(Dimension::kMpsClients, "MPS clients {} at the cap {}", gpu_clients_[k], replicas);
     if (int64_t{req.gpu_milli} * replicas > kGpuMilliPerGpu)
       return no(Dimension::kGpuMilli, "{} milli exceeds the MPS thread share {}% (1/{} replicas)", req.gpu_milli,
                 100 / replicas, replicas);
@@ -284,7 +289,8 @@ Dimension ClusterState::gpu_fit(NodeId node, int g, const Request& req, int mig_
 Status ClusterState::check_hardware(const Request& req, const Assignment& where) const {
   const size_t n = index(where.node);
   if (where.numa >= 0) {
-    if (where.numa >= numa_count_[n]) return Status::error(fmt::format("node {}: NUMA node {} does not exist", names_[n], where.numa));
+    if (where.numa >= numa_count_[n])
+      return Status::error(fmt::format("node {}: NUMA node {} does not exist", names_[n], where.numa));
     const size_t u = static_cast<size_t>(numa_begin_[n] + where.numa);
     if (numa_cpu_free_[u] < req.cpu_milli)
       return Status::unschedulable(Dimension::kNuma, fmt::format("node {}: NUMA {} cpu free {} < {} milli", names_[n],
@@ -306,25 +312,26 @@ Status ClusterState::check_hardware(const Request& req, const Assignment& where)
       return Status::unschedulable(Dimension::kNuma, fmt::format("node {}: GPU {} is on NUMA {}, not {}", names_[n], g,
                                                                  gpu_numa_[k], where.numa));
     if (req.scope_required && req.gpu_scope != GpuScope::kAny) {
-      const int id = req.gpu_scope == GpuScope::kNvlink      ? gpu_nvlink_[k]
+      const int id = req.gpu_scope == GpuScope::kNvlink       ? gpu_nvlink_[k]
                      : req.gpu_scope == GpuScope::kPcieSwitch ? gpu_pcie_[k]
                                                               : gpu_numa_[k];
       if (id < 0 || (group != -2 && id != group))
-        return Status::unschedulable(Dimension::kTopology, fmt::format("node {}: GPUs not in one {}", names_[n],
-                                                                       to_string(req.gpu_scope)));
+        return Status::unschedulable(Dimension::kTopology,
+                                     fmt::format("node {}: GPUs not in one {}", names_[n], to_string(req.gpu_scope)));
       group = id;
     }
     if (gpu_mode_[k] != GpuMode::kMig && mig)
-      return Status::error(fmt::format("node {}: GPU {} is not in MIG mode; the assignment names an instance", names_[n], g));
+      return Status::error(
+          fmt::format("node {}: GPU {} is not in MIG mode; the assignment names an instance", names_[n], g));
     if (gpu_mode_[k] == GpuMode::kMig && !mig)
-      return Status::error(fmt::format("node {}: GPU {} is in MIG mode; the assignment names no instance", names_[n], g));
+      return Status::error(
+          fmt::format("node {}: GPU {} is in MIG mode; the assignment names no instance", names_[n], g));
     std::string msg;
     const Dimension d = gpu_fit(where.node, g, req, mig ? where.mig_profile : -1, where.mig_start, &msg);
     if (d != Dimension::kNone) return Status::unschedulable(d, msg);
   }
   return Status::ok();
 }
-
 
 int64_t ClusterState::mig_devices_total(NodeId n, std::string_view profile) const {
   for (const MigDeviceCount& d : specs_[index(n)].mig_devices)
@@ -368,11 +375,11 @@ Status ClusterState::check_fit(const Request& req, const Assignment& where) cons
     return Status::error(fmt::format("assignment of {} GPUs x {} milli does not match request of {} x {}",
                                      where.gpu_count(), where.gpu_milli, req.gpu_count, req.gpu_milli));
   if (cpu_free_[n] < req.cpu_milli)
-    return Status::unschedulable(Dimension::kCpu, fmt::format("node {}: cpu free {} < {} milli",
-                                                              names_[n], cpu_free_[n], req.cpu_milli));
+    return Status::unschedulable(
+        Dimension::kCpu, fmt::format("node {}: cpu free {} < {} milli", names_[n], cpu_free_[n], req.cpu_milli));
   if (mem_free_[n] < req.memory_mib)
-    return Status::unschedulable(Dimension::kMemory, fmt::format("node {}: memory free {} < {} MiB",
-                                                                 names_[n], mem_free_[n], req.memory_mib));
+    return Status::unschedulable(
+        Dimension::kMemory, fmt::format("node {}: memory free {} < {} MiB", names_[n], mem_free_[n], req.memory_mib));
   if (!req.mig_devices.empty()) {
     if (Status st = check_mig_devices(where.node, req); !st.is_ok()) return st;
   }
@@ -386,9 +393,8 @@ Status ClusterState::check_fit(const Request& req, const Assignment& where) cons
   for (int g = 0; g < gpu_count_[n]; ++g) {
     if (!(where.gpu_mask & (1u << g))) continue;
     if (gpu_free_[gpu_begin_[n] + g] < req.gpu_milli)
-      return Status::unschedulable(Dimension::kGpuMilli,
-                                   fmt::format("node {}: GPU {} free {} < {} milli", names_[n], g,
-                                               gpu_free_[gpu_begin_[n] + g], req.gpu_milli));
+      return Status::unschedulable(Dimension::kGpuMilli, fmt::format("node {}: GPU {} free {} < {} milli", names_[n], g,
+                                                                     gpu_free_[gpu_begin_[n] + g], req.gpu_milli));
   }
   return Status::ok();
 }
@@ -410,8 +416,10 @@ void ClusterState::apply_hardware(const Request& req, const Assignment& where, i
     if (gpu_mode_[k] == GpuMode::kMig) {
       const size_t m = static_cast<size_t>(gpu_mig_[k]);
       if (!mig_fixed_[m]) {
-        if (sign > 0) mig_[m].place(where.mig_profile, where.mig_start);
-        else mig_[m].remove(where.mig_profile, where.mig_start);
+        if (sign > 0)
+          mig_[m].place(where.mig_profile, where.mig_start);
+        else
+          mig_[m].remove(where.mig_profile, where.mig_start);
       }
       mig_busy_[m] ^= static_cast<uint8_t>(1u << where.mig_start);
       continue;
@@ -458,8 +466,8 @@ void ClusterState::apply(PodId pod, const Request& req, const Assignment& where,
 Status ClusterState::bind(PodId pod, const Request& req, const Assignment& where) {
   if (static_cast<int32_t>(pod) < 0) return Status::error("negative pod id");
   if (is_bound(pod))
-    return Status::error(fmt::format("pod {} is already bound to node {}", static_cast<int>(pod),
-                                     names_[index(assignment(pod).node)]));
+    return Status::error(
+        fmt::format("pod {} is already bound to node {}", static_cast<int>(pod), names_[index(assignment(pod).node)]));
   Status st = check_fit(req, where);
   if (!st.is_ok()) return st;
   apply(pod, req, where, +1);
@@ -536,8 +544,8 @@ std::vector<std::string> ClusterState::check_invariants() const {
     if (cpu_free_[i] < 0) errors.push_back(fmt::format("node {}: cpu free {} < 0", names_[i], cpu_free_[i]));
     if (mem_free_[i] < 0) errors.push_back(fmt::format("node {}: memory free {} < 0", names_[i], mem_free_[i]));
     if (cpu_free_[i] != cpu_total_[i] - cpu_used[i])
-      errors.push_back(fmt::format("node {}: cpu free {} != total - used {}", names_[i], cpu_free_[i],
-                                   cpu_total_[i] - cpu_used[i]));
+      errors.push_back(
+          fmt::format("node {}: cpu free {} != total - used {}", names_[i], cpu_free_[i], cpu_total_[i] - cpu_used[i]));
     if (mem_free_[i] != mem_total_[i] - mem_used[i])
       errors.push_back(fmt::format("node {}: memory free {} != total - used {}", names_[i], mem_free_[i],
                                    mem_total_[i] - mem_used[i]));
@@ -547,12 +555,13 @@ std::vector<std::string> ClusterState::check_invariants() const {
       if (f < 0 || f > kGpuMilliPerGpu)
         errors.push_back(fmt::format("node {}: GPU {} free {} outside 0..1000", names_[i], g, f));
       if (f != kGpuMilliPerGpu - gpu_used[gpu_begin_[i] + g])
-        errors.push_back(fmt::format("node {}: GPU {} free {} != 1000 - used {}", names_[i], g, f,
-                                     gpu_used[gpu_begin_[i] + g]));
+        errors.push_back(
+            fmt::format("node {}: GPU {} free {} != 1000 - used {}", names_[i], g, f, gpu_used[gpu_begin_[i] + g]));
       free_total += f;
       const size_t k = static_cast<size_t>(gpu_begin_[i] + g);
-      if (gpu_mem_free_[k] != gpu_mem_total_[k] - gpu_mem_used[k] || gpu_bw_free_[k] != kGpuMilliPerGpu - gpu_bw_used[k] ||
-          gpu_l2_free_[k] != kGpuMilliPerGpu - gpu_l2_used[k] || gpu_clients_[k] != gpu_clients[k])
+      if (gpu_mem_free_[k] != gpu_mem_total_[k] - gpu_mem_used[k] ||
+          gpu_bw_free_[k] != kGpuMilliPerGpu - gpu_bw_used[k] || gpu_l2_free_[k] != kGpuMilliPerGpu - gpu_l2_used[k] ||
+          gpu_clients_[k] != gpu_clients[k])
         errors.push_back(fmt::format("node {}: GPU {} memory/bandwidth/L2/client accounting differs", names_[i], g));
       if (gpu_bw_free_[k] < 0 || gpu_l2_free_[k] < 0 || (gpu_mem_total_[k] > 0 && gpu_mem_free_[k] < 0))
         errors.push_back(fmt::format("node {}: GPU {} memory, bandwidth or L2 over-committed", names_[i], g));
@@ -565,14 +574,17 @@ std::vector<std::string> ClusterState::check_invariants() const {
         if (busy != mig_busy_[m]) errors.push_back(fmt::format("node {}: GPU {} MIG busy mask differs", names_[i], g));
         if (!mig_fixed_[m]) {
           std::vector<MigPlacement> have = mig_[m].instances(), want = mig_in_use[m];
-          std::sort(want.begin(), want.end(), [](const MigPlacement& a, const MigPlacement& b) { return a.start < b.start; });
-          if (have != want) errors.push_back(fmt::format("node {}: GPU {} MIG instances differ from bound pods", names_[i], g));
+          std::sort(want.begin(), want.end(),
+                    [](const MigPlacement& a, const MigPlacement& b) { return a.start < b.start; });
+          if (have != want)
+            errors.push_back(fmt::format("node {}: GPU {} MIG instances differ from bound pods", names_[i], g));
         }
       }
     }
     for (int u = 0; u < numa_count_[i]; ++u) {
       const size_t k = static_cast<size_t>(numa_begin_[i] + u);
-      if (numa_cpu_free_[k] != numa_cpu_total_[k] - numa_cpu_used[k] || numa_mem_free_[k] != numa_mem_total_[k] - numa_mem_used[k])
+      if (numa_cpu_free_[k] != numa_cpu_total_[k] - numa_cpu_used[k] ||
+          numa_mem_free_[k] != numa_mem_total_[k] - numa_mem_used[k])
         errors.push_back(fmt::format("node {}: NUMA {} accounting differs", names_[i], u));
       if (numa_cpu_free_[k] < 0 || numa_mem_free_[k] < 0)
         errors.push_back(fmt::format("node {}: NUMA {} over-committed", names_[i], u));

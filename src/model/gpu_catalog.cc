@@ -18,17 +18,53 @@ std::vector<GpuModelSpec> builtin_models() {
   // find_product() accepts. Ids are indices: append, never reorder.
   std::vector<GpuModelSpec> m;
   // name, aliases, SMs, memory MiB, GB/s, L2 KiB, MIG, max MIG instances, inferred, CC x10
-  m.push_back({"P100", {"Tesla P100-PCIE-16GB", "Tesla P100-SXM2-16GB", "P100-16GB"}, 56, 16281, 732, 4096, false, 0, false, 60});
+  m.push_back({"P100",
+               {"Tesla P100-PCIE-16GB", "Tesla P100-SXM2-16GB", "P100-16GB"},
+               56,
+               16281,
+               732,
+               4096,
+               false,
+               0,
+               false,
+               60});
   m.push_back({"T4", {"Tesla T4"}, 40, 15109, 320, 4096, false, 0, false, 75});
-  m.push_back({"V100M16", {"V100-16GB", "Tesla V100-SXM2-16GB", "Tesla V100-PCIE-16GB"}, 80, 16160, 900, 6144, false, 0, false, 70});
-  m.push_back({"V100M32", {"V100-32GB", "Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB"}, 80, 32510, 900, 6144, false, 0, false, 70});
+  m.push_back({"V100M16",
+               {"V100-16GB", "Tesla V100-SXM2-16GB", "Tesla V100-PCIE-16GB"},
+               80,
+               16160,
+               900,
+               6144,
+               false,
+               0,
+               false,
+               70});
+  m.push_back({"V100M32",
+               {"V100-32GB", "Tesla V100-SXM2-32GB", "Tesla V100-PCIE-32GB"},
+               80,
+               32510,
+               900,
+               6144,
+               false,
+               0,
+               false,
+               70});
   m.push_back({"A10", {"NVIDIA A10"}, 72, 22516, 600, 6144, false, 0, false, 86});
   // openb's undisclosed models: no figures are published.
   m.push_back({"G1", {}, 0, 0, 0, 0, false, 0, false, 0});
   m.push_back({"G2", {}, 0, 0, 0, 0, false, 0, false, 0});
   m.push_back({"G3", {}, 0, 0, 0, 0, false, 0, false, 0});
   // The A100 40GB PCIe card has the SXM4 part's SMs, memory, bandwidth and L2.
-  m.push_back({"A100-40GB", {"NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "A100-PCIE-40GB"}, 108, 40960, 1555, 40960, true, 7, false, 80});
+  m.push_back({"A100-40GB",
+               {"NVIDIA A100-SXM4-40GB", "A100-SXM4-40GB", "NVIDIA A100-PCIE-40GB", "A100-PCIE-40GB"},
+               108,
+               40960,
+               1555,
+               40960,
+               true,
+               7,
+               false,
+               80});
   m.push_back({"A100-80GB", {"NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"}, 108, 81251, 2039, 40960, true, 7, false, 80});
   m.push_back({"H100-80GB", {"NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"}, 132, 81559, 3352, 51200, true, 7, false, 90});
   // H200: 141 GB and 4.8 TB/s are published; the 50 MiB L2 is inferred from
@@ -41,7 +77,8 @@ std::vector<GpuModelSpec> builtin_models() {
   // Below: data-sheet figures (memory size, bandwidth) with SMs, L2 and usable
   // memory from public specifications not checked against deviceQuery output;
   // all flagged inferred (docs/GPU_CATALOG.md lists which figure is which).
-  m.push_back({"A100-80GB-PCIE", {"NVIDIA A100 80GB PCIe", "A100-PCIE-80GB"}, 108, 81920, 1935, 40960, true, 7, true, 80});
+  m.push_back(
+      {"A100-80GB-PCIE", {"NVIDIA A100 80GB PCIe", "A100-PCIE-80GB"}, 108, 81920, 1935, 40960, true, 7, true, 80});
   m.push_back({"H100-PCIE", {"NVIDIA H100 PCIe"}, 114, 81559, 2039, 51200, true, 7, true, 90});
   m.push_back({"H100-NVL", {"NVIDIA H100 NVL"}, 132, 95830, 3938, 51200, true, 7, true, 90});
   m.push_back({"H200-NVL", {"NVIDIA H200 NVL"}, 132, 143771, 4800, 51200, true, 7, true, 90});
@@ -59,10 +96,17 @@ std::vector<GpuModelSpec> builtin_models() {
   m.push_back({"RTX-3090", {"NVIDIA GeForce RTX 3090"}, 82, 24268, 936, 6144, false, 0, true, 86});
   m.push_back({"RTX-4090", {"NVIDIA GeForce RTX 4090"}, 128, 24564, 1008, 73728, false, 0, true, 89});
   m.push_back({"RTX-5090", {"NVIDIA GeForce RTX 5090"}, 170, 32607, 1792, 98304, false, 0, true, 120});
-  m.push_back({"RTX-PRO-6000", {"NVIDIA RTX PRO 6000 Blackwell Server Edition",
-                                "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
-                                "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"},
-               188, 97887, 1792, 131072, true, 4, true, 120});
+  m.push_back({"RTX-PRO-6000",
+               {"NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+                "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"},
+               188,
+               97887,
+               1792,
+               131072,
+               true,
+               4,
+               true,
+               120});
   return m;
 }
 

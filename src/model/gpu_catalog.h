@@ -62,9 +62,9 @@ struct GpuModelSpec {
   int l2_kib = 0;                    // L2 cache; 0 = unknown
   bool mig_capable = false;
   int max_mig_instances = 0;
-  bool inferred = false;             // some figure is inferred, not measured
-  int compute_capability = 0;        // x10 (8.0 -> 80); 0 = unknown
-  bool unknown_pool = false;         // registered at run time for an unrecognized product
+  bool inferred = false;       // some figure is inferred, not measured
+  int compute_capability = 0;  // x10 (8.0 -> 80); 0 = unknown
+  bool unknown_pool = false;   // registered at run time for an unrecognized product
 
   // MPS client cap of the device plugin: 48 from compute capability 7.5
   // (and when unknown), else 16.

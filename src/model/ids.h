@@ -6,8 +6,8 @@
 // the raw index for array access.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 
 namespace gpupack {
 

@@ -20,16 +20,16 @@ namespace gpupack {
 // How one GPU is set up and where it sits in the node.
 struct GpuSetup {
   GpuMode mode = GpuMode::kShared;
-  int32_t mps_replicas = 0;        // MPS: clients per GPU (2..the model's cap)
-  double oversubscription = 1.0;   // time-slice: compute oversubscription factor (>= 1)
+  int32_t mps_replicas = 0;       // MPS: clients per GPU (2..the model's cap)
+  double oversubscription = 1.0;  // time-slice: compute oversubscription factor (>= 1)
   // MIG: false = instances are created and destroyed as pods come and go
   // (the scheduler chooses the start); true = `mig_layout` is fixed (as
   // mig-parted applied it) and pods take its free instances.
   bool mig_fixed_layout = false;
   std::vector<MigPlacement> mig_layout = {};  // fixed layout instances
-  int8_t numa = 0;                 // NUMA node id (index into NodeSpec::numa)
-  int8_t pcie_switch = -1;         // PCIe switch id; -1 = unknown
-  int8_t nvlink_domain = -1;       // NVLink domain id; -1 = none
+  int8_t numa = 0;                            // NUMA node id (index into NodeSpec::numa)
+  int8_t pcie_switch = -1;                    // PCIe switch id; -1 = unknown
+  int8_t nvlink_domain = -1;                  // NVLink domain id; -1 = none
 };
 
 struct NumaSpec {
@@ -42,7 +42,7 @@ struct NodeSpec {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int32_t gpu_count = 0;
-  GpuModelId gpu_model = 0;  // meaningless when gpu_count == 0
+  GpuModelId gpu_model = 0;         // meaningless when gpu_count == 0
   std::vector<GpuSetup> gpus = {};  // empty = all shared, no topology
   std::vector<NumaSpec> numa = {};  // empty = one NUMA node
   // Memory of each GPU; 0 = the catalog's figure for gpu_model. Not a

@@ -11,11 +11,16 @@ namespace gpupack {
 
 std::string_view to_string(GpuMode m) {
   switch (m) {
-    case GpuMode::kShared: return "shared";
-    case GpuMode::kExclusive: return "exclusive";
-    case GpuMode::kTimeSlice: return "time-slice";
-    case GpuMode::kMps: return "mps";
-    case GpuMode::kMig: return "mig";
+    case GpuMode::kShared:
+      return "shared";
+    case GpuMode::kExclusive:
+      return "exclusive";
+    case GpuMode::kTimeSlice:
+      return "time-slice";
+    case GpuMode::kMps:
+      return "mps";
+    case GpuMode::kMig:
+      return "mig";
   }
   return "unknown";
 }
@@ -36,11 +41,16 @@ bool parse_gpu_mode(std::string_view text, GpuMode* out) {
 
 std::string_view to_string(WorkloadClass c) {
   switch (c) {
-    case WorkloadClass::kUnspecified: return "unspecified";
-    case WorkloadClass::kLatencySensitive: return "latency-sensitive";
-    case WorkloadClass::kTraining: return "training";
-    case WorkloadClass::kBatchInference: return "batch-inference";
-    case WorkloadClass::kBurstyInference: return "bursty-inference";
+    case WorkloadClass::kUnspecified:
+      return "unspecified";
+    case WorkloadClass::kLatencySensitive:
+      return "latency-sensitive";
+    case WorkloadClass::kTraining:
+      return "training";
+    case WorkloadClass::kBatchInference:
+      return "batch-inference";
+    case WorkloadClass::kBurstyInference:
+      return "bursty-inference";
   }
   return "unknown";
 }
@@ -61,10 +71,14 @@ bool parse_workload_class(std::string_view text, WorkloadClass* out) {
 
 std::string_view to_string(GpuScope s) {
   switch (s) {
-    case GpuScope::kAny: return "any";
-    case GpuScope::kNvlink: return "nvlink";
-    case GpuScope::kPcieSwitch: return "pcie-switch";
-    case GpuScope::kNuma: return "numa";
+    case GpuScope::kAny:
+      return "any";
+    case GpuScope::kNvlink:
+      return "nvlink";
+    case GpuScope::kPcieSwitch:
+      return "pcie-switch";
+    case GpuScope::kNuma:
+      return "numa";
   }
   return "unknown";
 }
@@ -85,12 +99,16 @@ bool parse_gpu_scope(std::string_view text, GpuScope* out) {
 
 ModeMask class_modes(WorkloadClass c) {
   switch (c) {
-    case WorkloadClass::kUnspecified: return 0;
-    case WorkloadClass::kLatencySensitive: return mode_bit(GpuMode::kMig) | mode_bit(GpuMode::kExclusive);
-    case WorkloadClass::kTraining: return mode_bit(GpuMode::kExclusive) | mode_bit(GpuMode::kMig);
+    case WorkloadClass::kUnspecified:
+      return 0;
+    case WorkloadClass::kLatencySensitive:
+      return mode_bit(GpuMode::kMig) | mode_bit(GpuMode::kExclusive);
+    case WorkloadClass::kTraining:
+      return mode_bit(GpuMode::kExclusive) | mode_bit(GpuMode::kMig);
     case WorkloadClass::kBatchInference:
       return mode_bit(GpuMode::kMig) | mode_bit(GpuMode::kMps) | mode_bit(GpuMode::kTimeSlice);
-    case WorkloadClass::kBurstyInference: return mode_bit(GpuMode::kTimeSlice) | mode_bit(GpuMode::kMps);
+    case WorkloadClass::kBurstyInference:
+      return mode_bit(GpuMode::kTimeSlice) | mode_bit(GpuMode::kMps);
   }
   return 0;
 }
@@ -110,8 +128,7 @@ std::string Request::validate() const {
   if (gpu_count < 0) return fmt::format("gpu count is negative ({})", gpu_count);
   if (gpu_count > kMaxGpusPerNode)
     return fmt::format("gpu count {} exceeds {} GPUs per node", gpu_count, kMaxGpusPerNode);
-  if (gpu_count == 0 && gpu_milli != 0)
-    return fmt::format("gpu_milli {} given for a request of 0 GPUs", gpu_milli);
+  if (gpu_count == 0 && gpu_milli != 0) return fmt::format("gpu_milli {} given for a request of 0 GPUs", gpu_milli);
   if (gpu_count > 0 && (gpu_milli < 1 || gpu_milli > kGpuMilliPerGpu))
     return fmt::format("gpu_milli {} is outside 1..{}", gpu_milli, kGpuMilliPerGpu);
   if (is_plain()) return {};
@@ -122,7 +139,8 @@ std::string Request::validate() const {
     return fmt::format("l2_milli {} is outside 0..{}", l2_milli, kGpuMilliPerGpu);
   for (const MigDeviceCount& d : mig_devices)
     if (d.profile.empty() || d.count <= 0)
-      return fmt::format("MIG device count {} for profile \"{}\" is not positive or has no profile", d.count, d.profile);
+      return fmt::format("MIG device count {} for profile \"{}\" is not positive or has no profile", d.count,
+                         d.profile);
   if (mig_min_sm < 0) return fmt::format("mig_min_sm is negative ({})", mig_min_sm);
   if (modes >= (1u << kGpuModeCount)) return fmt::format("modes mask {} has unknown bits", modes);
   const ModeMask m = effective_modes();

@@ -41,7 +41,13 @@ std::string_view to_string(GpuMode m);
 bool parse_gpu_mode(std::string_view text, GpuMode* out);
 
 // What a workload is; maps to the sharing modes it may use (class_modes()).
-enum class WorkloadClass : uint8_t { kUnspecified = 0, kLatencySensitive, kTraining, kBatchInference, kBurstyInference };
+enum class WorkloadClass : uint8_t {
+  kUnspecified = 0,
+  kLatencySensitive,
+  kTraining,
+  kBatchInference,
+  kBurstyInference
+};
 std::string_view to_string(WorkloadClass c);
 bool parse_workload_class(std::string_view text, WorkloadClass* out);
 
@@ -63,20 +69,20 @@ struct Request {
   int64_t cpu_milli = 0;
   int64_t memory_mib = 0;
   int32_t gpu_count = 0;
-  int32_t gpu_milli = 0;           // per GPU; 1000 for whole GPUs
-  ModelMask allowed_models = 0;    // 0 = any GPU model
+  int32_t gpu_milli = 0;         // per GPU; 1000 for whole GPUs
+  ModelMask allowed_models = 0;  // 0 = any GPU model
 
   // --- hardware fields; defaults = the openb meaning ---
-  ModeMask modes = 0;              // allowed sharing modes; 0 = derived (effective_modes())
+  ModeMask modes = 0;  // allowed sharing modes; 0 = derived (effective_modes())
   WorkloadClass workload_class = WorkloadClass::kUnspecified;
-  int64_t gpu_memory_mib = 0;      // per GPU; 0 = not checked
-  int32_t bandwidth_milli = 0;     // share of each GPU's memory bandwidth (1000 = all)
-  int32_t l2_milli = 0;            // share of each GPU's L2 cache (1000 = all)
-  std::string mig_profile = {};    // MIG profile by name ("1g.10gb"); empty = by need
-  int32_t mig_min_sm = 0;          // MIG by need: at least this many SMs
+  int64_t gpu_memory_mib = 0;           // per GPU; 0 = not checked
+  int32_t bandwidth_milli = 0;          // share of each GPU's memory bandwidth (1000 = all)
+  int32_t l2_milli = 0;                 // share of each GPU's L2 cache (1000 = all)
+  std::string mig_profile = {};         // MIG profile by name ("1g.10gb"); empty = by need
+  int32_t mig_min_sm = 0;               // MIG by need: at least this many SMs
   GpuScope gpu_scope = GpuScope::kAny;  // keep the GPUs inside one such group
-  bool scope_required = false;     // false: prefer the scope; true: fail without it
-  bool numa_aligned = false;       // CPUs, memory and GPUs from one NUMA node
+  bool scope_required = false;          // false: prefer the scope; true: fail without it
+  bool numa_aligned = false;            // CPUs, memory and GPUs from one NUMA node
   // Advertised MIG devices taken (counted per node, see MigDeviceCount);
   // independent of gpu_count, which stays 0 for a pod asking only for these.
   std::vector<MigDeviceCount> mig_devices = {};
@@ -86,9 +92,9 @@ struct Request {
   int64_t total_gpu_milli() const { return int64_t{gpu_count} * gpu_milli; }
   // True when no hardware field is set (the openb fast path applies).
   bool is_plain() const {
-    return modes == 0 && workload_class == WorkloadClass::kUnspecified && gpu_memory_mib == 0 &&
-           bandwidth_milli == 0 && l2_milli == 0 && mig_profile.empty() && mig_min_sm == 0 &&
-           gpu_scope == GpuScope::kAny && !numa_aligned && mig_devices.empty();
+    return modes == 0 && workload_class == WorkloadClass::kUnspecified && gpu_memory_mib == 0 && bandwidth_milli == 0 &&
+           l2_milli == 0 && mig_profile.empty() && mig_min_sm == 0 && gpu_scope == GpuScope::kAny && !numa_aligned &&
+           mig_devices.empty();
   }
   // Allowed modes: `modes` if set, else the workload class's defaults, else
   // MIG when a MIG profile is named, else all non-MIG modes a request of this
@@ -114,7 +120,7 @@ struct Assignment {
   // memory slice) on the single GPU in gpu_mask; -1 otherwise.
   int8_t mig_profile = -1;
   int8_t mig_start = -1;
-  int8_t numa = -1;       // NUMA node whose CPUs/memory are pinned; -1 = none
+  int8_t numa = -1;  // NUMA node whose CPUs/memory are pinned; -1 = none
 
   int gpu_count() const { return std::popcount(gpu_mask); }
   friend bool operator==(const Assignment&, const Assignment&) = default;

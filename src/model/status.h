@@ -41,9 +41,7 @@ struct Status {
   std::string message;
 
   static Status ok() { return {}; }
-  static Status unschedulable(Dimension d, std::string msg) {
-    return {Code::kUnschedulable, d, std::move(msg)};
-  }
+  static Status unschedulable(Dimension d, std::string msg) { return {Code::kUnschedulable, d, std::move(msg)}; }
   static Status unresolvable(Dimension d, std::string msg) {
     return {Code::kUnschedulableAndUnresolvable, d, std::move(msg)};
   }

@@ -43,15 +43,15 @@ void CapFragPolicy::refresh(const ClusterState& state, NodeId node) {
   const size_t i = index(node);
   if (frag_version_[i] == state.version(node)) return;
   if (fused_) {
-    const StrandedPair p =
-        stranded_pair(*target_, weights_, state.gpu_model(node), state.cpu_free_milli(node), state.gpu_free_milli(node));
+    const StrandedPair p = stranded_pair(*target_, weights_, state.gpu_model(node), state.cpu_free_milli(node),
+                                         state.gpu_free_milli(node));
     frag_[i] = p.capacity;
     fgd_frag_[i] = p.one_pod;
   } else {
     frag_[i] = node_stranded(state, node);
     if (options_.fgd_first)
-      fgd_frag_[i] = capacity_fragmentation(*target_, fgd_weights_, state.gpu_model(node),
-                                            state.cpu_free_milli(node), state.gpu_free_milli(node),
+      fgd_frag_[i] = capacity_fragmentation(*target_, fgd_weights_, state.gpu_model(node), state.cpu_free_milli(node),
+                                            state.gpu_free_milli(node),
                                             /*one_pod=*/true, /*cpu_capacity=*/false);
   }
   frag_version_[i] = state.version(node);
@@ -70,8 +70,8 @@ int64_t CapFragPolicy::evaluate_after(const ClusterState& state, NodeId node, in
     ds = frag_[i] - p.capacity;
     df = fgd_frag_[i] - p.one_pod;
   } else {
-    ds = frag_[i] - capacity_fragmentation(*target_, weights_, model, cpu_after, after, options_.one_pod,
-                                           options_.cpu_capacity);
+    ds = frag_[i] -
+         capacity_fragmentation(*target_, weights_, model, cpu_after, after, options_.one_pod, options_.cpu_capacity);
     if (options_.fgd_first)
       df = fgd_frag_[i] - capacity_fragmentation(*target_, fgd_weights_, model, cpu_after, after,
                                                  /*one_pod=*/true, /*cpu_capacity=*/false);
@@ -159,8 +159,8 @@ std::vector<PolicyInfo> capfrag_ablation() {
   v.push_back(make("capfrag-demand", "capfrag, S weighted by GPU demand", O{.weight = ClassWeight::kDemand}));
   v.push_back(make("capfrag-sonly", "S alone, exact (keys 2, 3)", O{.fgd_first = false}));
   v.push_back(make("capfrag-ssig", "S alone through FGD's sigmoid", O{.fgd_first = false, .coarse_score = true}));
-  v.push_back(make("capfrag-sdemand", "S alone, demand weights, exact",
-                   O{.fgd_first = false, .weight = ClassWeight::kDemand}));
+  v.push_back(
+      make("capfrag-sdemand", "S alone, demand weights, exact", O{.fgd_first = false, .weight = ClassWeight::kDemand}));
   v.push_back(make("capfrag-fgdexact", "FGD's F, exact (no sigmoid), best fit",
                    O{.fgd_first = false, .one_pod = true, .cpu_capacity = false}));
   return v;

@@ -53,12 +53,12 @@ namespace gpupack {
 class CapFragPolicy final : public Policy {
  public:
   struct Options {
-    bool fgd_first = true;      // key 1 is FGD's score; false: S alone decides (key 2, then 3)
+    bool fgd_first = true;                    // key 1 is FGD's score; false: S alone decides (key 2, then 3)
     ClassWeight weight = ClassWeight::kPods;  // weights of S
-    bool one_pod = false;       // S with FGD's one-pod test instead of capacity
-    bool cpu_capacity = true;   // false: CPU only decides whether one pod fits
-    bool coarse_score = false;  // with !fgd_first: trunc(100 x sigmoid(dS / sum w / 1000))
-    bool tie_break = true;      // key 3
+    bool one_pod = false;                     // S with FGD's one-pod test instead of capacity
+    bool cpu_capacity = true;                 // false: CPU only decides whether one pod fits
+    bool coarse_score = false;                // with !fgd_first: trunc(100 x sigmoid(dS / sum w / 1000))
+    bool tie_break = true;                    // key 3
   };
   CapFragPolicy(std::shared_ptr<const TargetWorkload> target, Options options, std::string name);
   explicit CapFragPolicy(std::shared_ptr<const TargetWorkload> target)
@@ -77,8 +77,8 @@ class CapFragPolicy final : public Policy {
     uint32_t gpu_mask = 0;
   };
   void refresh(const ClusterState& state, NodeId node);
-  int64_t evaluate_after(const ClusterState& state, NodeId node, int64_t cpu_after,
-                         std::span<const int32_t> after, int64_t free_after) const;
+  int64_t evaluate_after(const ClusterState& state, NodeId node, int64_t cpu_after, std::span<const int32_t> after,
+                         int64_t free_after) const;
 
   std::shared_ptr<const TargetWorkload> target_;
   Options options_;

@@ -40,15 +40,15 @@ void FgdPolicy::prepare(const ClusterState& state, const Request& req) {
   }
   plain_request_ = req.is_plain();
   if (!plain_request_) return;  // hardware requests are scored uncached
-  auto [it, inserted] = shape_index_.emplace(std::make_tuple(req.cpu_milli, req.gpu_count, req.gpu_milli),
-                                             cache_.size());
+  auto [it, inserted] =
+      shape_index_.emplace(std::make_tuple(req.cpu_milli, req.gpu_count, req.gpu_milli), cache_.size());
   if (inserted) cache_.emplace_back(nodes);
   current_ = &cache_[it->second];
 }
 
 // F(n) of a node with hardware setup, optionally after `where` (for `req`).
-static double hardware_frag(const TargetWorkload& target, const ClusterState& state, NodeId node,
-                            const Request& req, const Assignment* where) {
+static double hardware_frag(const TargetWorkload& target, const ClusterState& state, NodeId node, const Request& req,
+                            const Assignment* where) {
   std::array<int32_t, kMaxGpusPerNode> free{};
   size_t plain_gpus = 0;
   double mig_frag = 0;
@@ -79,8 +79,8 @@ static double hardware_frag(const TargetWorkload& target, const ClusterState& st
 NodeScore FgdPolicy::hardware_score(const ClusterState& state, NodeId node, const Request& req) const {
   const Placement p = choose_placement(state, node, req);
   if (!p.ok()) return {0, 0};
-  const double delta = hardware_frag(*target_, state, node, req, nullptr) -
-                       hardware_frag(*target_, state, node, req, &p.assignment);
+  const double delta =
+      hardware_frag(*target_, state, node, req, nullptr) - hardware_frag(*target_, state, node, req, &p.assignment);
   return {frag_delta_score(delta), p.assignment.gpu_mask};
 }
 

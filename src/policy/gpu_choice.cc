@@ -75,11 +75,11 @@ std::pair<double, double> mig_blocked_capacity(const MigGpuState& gpu, const Mig
 
 // Lexicographic cost of one single-GPU candidate (lower is better).
 struct Cost {
-  int fresh = 0;         // 1 = the GPU is idle now
-  int charge = 0;        // milli the GPU is charged (less = less of a GPU used)
-  double damage = 0;     // milli-scale damage (see header)
-  double tie = 0;        // MIG: capacity weight lost; else leftover milli
-  int free_units = 0;    // free milli of the GPU: prefer the fullest GPU
+  int fresh = 0;       // 1 = the GPU is idle now
+  int charge = 0;      // milli the GPU is charged (less = less of a GPU used)
+  double damage = 0;   // milli-scale damage (see header)
+  double tie = 0;      // MIG: capacity weight lost; else leftover milli
+  int free_units = 0;  // free milli of the GPU: prefer the fullest GPU
   int gpu = 0;
   int start = 0;
   auto key() const { return std::tie(fresh, charge, free_units, damage, tie, gpu, start); }
@@ -200,10 +200,14 @@ void consider_gpu(const ClusterState& s, NodeId n, int g, const Request& req, co
 
 int group_id(const ClusterState& s, NodeId n, int g, GpuScope scope) {
   switch (scope) {
-    case GpuScope::kNvlink: return s.gpu_nvlink_domain(n, g);
-    case GpuScope::kPcieSwitch: return s.gpu_pcie_switch(n, g);
-    case GpuScope::kNuma: return s.gpu_numa(n, g);
-    default: return -1;
+    case GpuScope::kNvlink:
+      return s.gpu_nvlink_domain(n, g);
+    case GpuScope::kPcieSwitch:
+      return s.gpu_pcie_switch(n, g);
+    case GpuScope::kNuma:
+      return s.gpu_numa(n, g);
+    default:
+      return -1;
   }
 }
 
@@ -311,9 +315,11 @@ Placement choose_placement(const ClusterState& s, NodeId n, const Request& req, 
   };
   const std::string_view name = s.node_name(n);
   if (s.cpu_free_milli(n) < req.cpu_milli)
-    return fail(Dimension::kCpu, fmt::format("node {}: cpu free {} < {} milli", name, s.cpu_free_milli(n), req.cpu_milli));
+    return fail(Dimension::kCpu,
+                fmt::format("node {}: cpu free {} < {} milli", name, s.cpu_free_milli(n), req.cpu_milli));
   if (s.memory_free_mib(n) < req.memory_mib)
-    return fail(Dimension::kMemory, fmt::format("node {}: memory free {} < {} MiB", name, s.memory_free_mib(n), req.memory_mib));
+    return fail(Dimension::kMemory,
+                fmt::format("node {}: memory free {} < {} MiB", name, s.memory_free_mib(n), req.memory_mib));
   if (!req.mig_devices.empty()) {
     if (Status st = s.check_mig_devices(n, req); !st.is_ok()) return fail(st.dimension, st.message);
   }
@@ -322,7 +328,8 @@ Placement choose_placement(const ClusterState& s, NodeId n, const Request& req, 
       return fail(Dimension::kModel, fmt::format("node {}: GPU model {} not allowed", name,
                                                  GpuCatalog::builtin().spec(s.gpu_model(n)).name));
     if (s.gpu_count(n) < req.gpu_count)
-      return fail(Dimension::kGpuMilli, fmt::format("node {} has {} GPUs, {} requested", name, s.gpu_count(n), req.gpu_count));
+      return fail(Dimension::kGpuMilli,
+                  fmt::format("node {} has {} GPUs, {} requested", name, s.gpu_count(n), req.gpu_count));
   }
   FailureTally tally;
   bool topology_failed = false;
@@ -362,8 +369,10 @@ Placement choose_placement(const ClusterState& s, NodeId n, const Request& req, 
       }
       std::string msg;
       const Dimension d = s.gpu_fit(n, g, req, -1, -1, why ? &msg : nullptr);
-      if (d == Dimension::kNone) fit |= 1u << g;
-      else tally.add(d, why ? &msg : nullptr);
+      if (d == Dimension::kNone)
+        fit |= 1u << g;
+      else
+        tally.add(d, why ? &msg : nullptr);
     }
     if (std::popcount(fit) < req.gpu_count) continue;
     const uint32_t mask = choose_group(s, n, req, fit, &topology_failed);
@@ -380,8 +389,8 @@ Placement choose_placement(const ClusterState& s, NodeId n, const Request& req, 
                                                   to_string(req.gpu_scope), req.gpu_count));
   const Dimension d = tally.worst();
   if (why && tally.first_message.empty() && req.numa_aligned)
-    return fail(Dimension::kNuma, fmt::format("node {}: no NUMA node holds {} fitting GPUs with the CPUs and memory", name,
-                                              req.gpu_count));
+    return fail(Dimension::kNuma, fmt::format("node {}: no NUMA node holds {} fitting GPUs with the CPUs and memory",
+                                              name, req.gpu_count));
   return fail(d, why ? (tally.first_message.empty()
                             ? fmt::format("node {}: fewer than {} GPUs fit", name, req.gpu_count)
                             : fmt::format("{} (fewer than {} GPUs fit)", tally.first_message, req.gpu_count))

@@ -14,9 +14,9 @@
 
 #include <cstdint>
 #include <memory>
-#include <vector>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "mig/mig_slot_choice.h"
 #include "model/cluster_state.h"
@@ -49,7 +49,7 @@ struct PlacementOptions {
 MigTargetMix workload_mig_mix(const MigGeometry& geo, std::span<const Request> requests);
 
 struct Placement {
-  Assignment assignment;               // valid when failed == kNone
+  Assignment assignment;  // valid when failed == kNone
   Dimension failed = Dimension::kNone;
   bool ok() const { return failed == Dimension::kNone; }
 };

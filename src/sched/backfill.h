@@ -34,10 +34,10 @@ namespace gpupack {
 struct Reservation {
   bool valid = false;
   int32_t job = -1;
-  int64_t start_s = 0;                 // earliest start by the estimates
-  std::vector<Assignment> placement;   // the head's placement at start_s
-  std::vector<uint8_t> reserved;       // per node: 1 = used by the placement
-  std::vector<uint8_t> allowed_mask;   // per node: 1 = not reserved
+  int64_t start_s = 0;                // earliest start by the estimates
+  std::vector<Assignment> placement;  // the head's placement at start_s
+  std::vector<uint8_t> reserved;      // per node: 1 = used by the placement
+  std::vector<uint8_t> allowed_mask;  // per node: 1 = not reserved
 
   // May a job with this estimate (nullopt = none) start now anywhere?
   bool ends_before(int64_t now_s, std::optional<int64_t> estimate_s) const {

@@ -27,8 +27,7 @@ Dimension failed_dimension(const ClusterState& s, NodeId n, const Request& r, bo
     d = Dimension::kCpu;
   } else if (s.memory_total_mib(n) < r.memory_mib) {
     d = Dimension::kMemory;
-  } else if (!r.mig_devices.empty() &&
-             s.check_mig_devices(n, r).code == Status::Code::kUnschedulableAndUnresolvable) {
+  } else if (!r.mig_devices.empty() && s.check_mig_devices(n, r).code == Status::Code::kUnschedulableAndUnresolvable) {
     d = Dimension::kMigSlot;
   } else if (r.gpu_count > 0 && r.gpu_memory_mib > 0 && gpus_with_memory(s, n, r.gpu_memory_mib) < r.gpu_count) {
     d = Dimension::kGpuMemory;
@@ -59,13 +58,13 @@ Status explain_fit(const ClusterState& s, NodeId n, const Request& r) {
   std::string msg;
   if (never && d == Dimension::kMigSlot) return s.check_mig_devices(n, r);
   if (never && d == Dimension::kGpuMemory)
-    return Status::unresolvable(d, fmt::format("node {}: {} GPUs hold {} MiB, {} needed", s.node_name(n),
-                                               gpus_with_memory(s, n, r.gpu_memory_mib), r.gpu_memory_mib,
-                                               r.gpu_count));
+    return Status::unresolvable(d,
+                                fmt::format("node {}: {} GPUs hold {} MiB, {} needed", s.node_name(n),
+                                            gpus_with_memory(s, n, r.gpu_memory_mib), r.gpu_memory_mib, r.gpu_count));
   if (never && d == Dimension::kTopology)
-    return Status::unresolvable(d, fmt::format("node {}: its largest {} group has {} GPUs, {} requested in one",
-                                               s.node_name(n), to_string(r.gpu_scope),
-                                               largest_gpu_group(s, n, r.gpu_scope), r.gpu_count));
+    return Status::unresolvable(
+        d, fmt::format("node {}: its largest {} group has {} GPUs, {} requested in one", s.node_name(n),
+                       to_string(r.gpu_scope), largest_gpu_group(s, n, r.gpu_scope), r.gpu_count));
   if (!never && (!r.is_plain() || s.has_hardware_setup(n))) {
     const Placement p = choose_placement(s, n, r, {}, &msg);
     return Status::unschedulable(p.failed, msg);
@@ -76,15 +75,14 @@ Status explain_fit(const ClusterState& s, NodeId n, const Request& r) {
                         GpuCatalog::builtin().spec(s.gpu_model(n)).name);
       break;
     case Dimension::kCpu:
-      msg = never ? fmt::format("node {}: cpu capacity {} < {} milli", s.node_name(n), s.cpu_total_milli(n),
-                                r.cpu_milli)
-                  : fmt::format("node {}: cpu free {} < {} milli", s.node_name(n), s.cpu_free_milli(n), r.cpu_milli);
+      msg = never
+                ? fmt::format("node {}: cpu capacity {} < {} milli", s.node_name(n), s.cpu_total_milli(n), r.cpu_milli)
+                : fmt::format("node {}: cpu free {} < {} milli", s.node_name(n), s.cpu_free_milli(n), r.cpu_milli);
       break;
     case Dimension::kMemory:
       msg = never ? fmt::format("node {}: memory capacity {} < {} MiB", s.node_name(n), s.memory_total_mib(n),
                                 r.memory_mib)
-                  : fmt::format("node {}: memory free {} < {} MiB", s.node_name(n), s.memory_free_mib(n),
-                                r.memory_mib);
+                  : fmt::format("node {}: memory free {} < {} MiB", s.node_name(n), s.memory_free_mib(n), r.memory_mib);
       break;
     default:
       msg = never ? fmt::format("node {} has {} GPUs, {} requested", s.node_name(n), s.gpu_count(n), r.gpu_count)

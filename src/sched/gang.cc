@@ -204,8 +204,8 @@ std::optional<GangPlacement> GangPlacer::place_in_level(ClusterState& state, std
   return out;
 }
 
-GangPlacement GangPlacer::place_cluster_wide(ClusterState& state, std::span<const PodId> pods,
-                                             const GangRequest& gang, std::span<const uint8_t> base_mask) {
+GangPlacement GangPlacer::place_cluster_wide(ClusterState& state, std::span<const PodId> pods, const GangRequest& gang,
+                                             std::span<const uint8_t> base_mask) {
   // As many members as fit anywhere, at least min_member, or nothing.
   GangPlacement out;
   const ClusterState::Checkpoint start = state.checkpoint();

@@ -48,16 +48,16 @@ struct GangRequest {
 };
 
 struct TopologyLevel {
-  std::string name;                          // e.g. "rack", "switch"
-  std::vector<std::string> domain_of_node;   // one per node; "" = none
+  std::string name;                         // e.g. "rack", "switch"
+  std::vector<std::string> domain_of_node;  // one per node; "" = none
 };
 
 struct GangPlacement {
   bool placed = false;
   std::vector<Assignment> assignments;  // one per member; node kNoNode = not placed
   int placed_members = 0;
-  std::string level;   // "node", a TopologyLevel name, or "cluster"
-  std::string domain;  // the node's or domain's name ("" at cluster level)
+  std::string level;                    // "node", a TopologyLevel name, or "cluster"
+  std::string domain;                   // the node's or domain's name ("" at cluster level)
   Dimension reason = Dimension::kNone;  // set when not placed
 };
 
@@ -104,9 +104,8 @@ class GangPlacer {
                              std::span<const uint8_t> base_mask);
   std::optional<GangPlacement> place_on_one_node(ClusterState& state, std::span<const PodId> pods,
                                                  const GangRequest& gang, std::span<const uint8_t> base_mask);
-  std::optional<GangPlacement> place_in_level(ClusterState& state, std::span<const PodId> pods,
-                                              const GangRequest& gang, std::span<const uint8_t> base_mask,
-                                              size_t level);
+  std::optional<GangPlacement> place_in_level(ClusterState& state, std::span<const PodId> pods, const GangRequest& gang,
+                                              std::span<const uint8_t> base_mask, size_t level);
   GangPlacement place_cluster_wide(ClusterState& state, std::span<const PodId> pods, const GangRequest& gang,
                                    std::span<const uint8_t> base_mask);
   static bool allowed_by(std::span<const uint8_t> mask, int i) {

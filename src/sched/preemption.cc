@@ -111,7 +111,7 @@ std::vector<int> lower_priority_jobs(const ClusterState& state, std::span<const 
 }  // namespace
 
 PreemptionPlanner::Candidate PreemptionPlanner::spare(ClusterState& state, VictimSet& set, std::vector<int> evicted,
-                                   const std::function<bool()>& fits) const {
+                                                      const std::function<bool()>& fits) const {
   set.spare_order(evicted);
   Candidate cand;
   for (int c : evicted) {
@@ -144,8 +144,8 @@ std::optional<int> PreemptionPlanner::lowest_sufficient_level(ClusterState& stat
   return std::nullopt;
 }
 
-PreemptionPlan PreemptionPlanner::plan(ClusterState& state, std::span<const RunningJob> running,
-                                       const GangRequest& job, std::span<const PodId> pods, int priority) {
+PreemptionPlan PreemptionPlanner::plan(ClusterState& state, std::span<const RunningJob> running, const GangRequest& job,
+                                       std::span<const PodId> pods, int priority) {
   PreemptionPlan out;
   VictimSet set(state, running, lower_priority_jobs(state, running, priority));
   if (set.candidates().empty()) {
@@ -180,8 +180,7 @@ PreemptionPlan PreemptionPlanner::plan(ClusterState& state, std::span<const Runn
       const ClusterState::Checkpoint m = state.checkpoint();
       for (int c : victims_here) evict(state, set.job(c), nullptr);
       if (placer_.plan(state, pods, job, single).placed) {
-        Candidate cand =
-            spare(state, set, victims_here, [&] { return placer_.plan(state, pods, job, single).placed; });
+        Candidate cand = spare(state, set, victims_here, [&] { return placer_.plan(state, pods, job, single).placed; });
         if (std::make_tuple(cand.max_priority, cand.pods) <= std::make_tuple(best.max_priority, best.pods)) {
           cand.placement = placer_.place(state, pods, job, single);
           cand.frag_after = frag_after(state, set, cand, frag);
@@ -244,10 +243,11 @@ PreemptionPlan PreemptionPlanner::describe(const Candidate& best, const VictimSe
                            fmt::format("priority {} < {}: evicted whole ({} pod{}) to make room for '{}'", j.priority,
                                        priority, pods, pods == 1 ? "" : "s", job.name)});
   }
-  out.reason = out.victims.empty()
-                   ? fmt::format("'{}' fits without evictions", job.name)
-                   : fmt::format("'{}' (priority {}) fits after evicting {} job(s), {} pod(s), highest victim priority {}",
-                                 job.name, priority, out.victims.size(), out.victim_pods, out.max_victim_priority);
+  out.reason =
+      out.victims.empty()
+          ? fmt::format("'{}' fits without evictions", job.name)
+          : fmt::format("'{}' (priority {}) fits after evicting {} job(s), {} pod(s), highest victim priority {}",
+                        job.name, priority, out.victims.size(), out.victim_pods, out.max_victim_priority);
   return out;
 }
 

@@ -11,7 +11,7 @@ Scheduler::Scheduler(Policy& policy, std::vector<int64_t> node_rank)
     : policy_(policy), node_rank_(std::move(node_rank)) {}
 
 Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std::span<const NodeId> candidates,
-                            std::vector<ScoredNode>* scored) {
+                             std::vector<ScoredNode>* scored) {
   if (!node_rank_.empty() && node_rank_.size() != static_cast<size_t>(state.node_count()))
     throw std::invalid_argument("node rank table does not match the cluster's node count");
   if (!node_mask_.empty() && node_mask_.size() != static_cast<size_t>(state.node_count()))

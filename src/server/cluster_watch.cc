@@ -50,8 +50,10 @@ json gpupack_view(bool nodes, const json& object) {
   };
   if (auto meta = object.find("metadata"); meta != object.end()) {
     json m = json::object();
-    if (nodes) copy(*meta, m, {"name", "labels", "annotations"});
-    else copy(*meta, m, {"name", "namespace", "uid", "labels", "annotations"});
+    if (nodes)
+      copy(*meta, m, {"name", "labels", "annotations"});
+    else
+      copy(*meta, m, {"name", "namespace", "uid", "labels", "annotations"});
     view["metadata"] = meta->is_object() ? m : *meta;
   }
   if (auto spec = object.find("spec"); spec != object.end()) view["spec"] = *spec;
@@ -270,7 +272,8 @@ void ClusterWatch::flush_loop() {
   auto last_relist = std::chrono::steady_clock::now();
   while (!stop_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.flush_ms));
-    if (options_.relist_s > 0 && std::chrono::steady_clock::now() - last_relist > std::chrono::seconds(options_.relist_s)) {
+    if (options_.relist_s > 0 &&
+        std::chrono::steady_clock::now() - last_relist > std::chrono::seconds(options_.relist_s)) {
       last_relist = std::chrono::steady_clock::now();
       // Each watch thread relists its kind and reopens its watch from the
       // new version (a list applied under a running watch could be undone

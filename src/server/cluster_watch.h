@@ -47,18 +47,18 @@ struct WatchOptions {
   int flush_ms = 100;
   int watch_timeout_s = 300;  // asked of the server (timeoutSeconds)
   int retry_ms = 1000;
-  int relist_s = 0;           // 0 = only when the watch needs it
+  int relist_s = 0;  // 0 = only when the watch needs it
 };
 
 class ClusterWatch {
  public:
   struct Stats {
-    uint64_t events = 0;      // watch events applied
-    uint64_t unchanged = 0;   // of those, events that changed nothing gpupack reads
-    uint64_t lists = 0;       // successful lists (both kinds; the first two included)
-    uint64_t flushes = 0;     // set_cluster() calls after start()
-    uint64_t rejected = 0;    // objects that did not parse
-    std::string last_error;   // "" = none since the last success (a list names what it skipped)
+    uint64_t events = 0;     // watch events applied
+    uint64_t unchanged = 0;  // of those, events that changed nothing gpupack reads
+    uint64_t lists = 0;      // successful lists (both kinds; the first two included)
+    uint64_t flushes = 0;    // set_cluster() calls after start()
+    uint64_t rejected = 0;   // objects that did not parse
+    std::string last_error;  // "" = none since the last success (a list names what it skipped)
   };
 
   ClusterWatch(const KubeClient& client, ExtenderService& service, WatchOptions options = {});
@@ -75,8 +75,8 @@ class ClusterWatch {
   struct Entry {
     nlohmann::json object;
     nlohmann::json view;  // the fields gpupack reads (see gpupack_view)
-    K8sNode node;  // kNodes
-    K8sPod pod;    // kPods
+    K8sNode node;         // kNodes
+    K8sPod pod;           // kPods
   };
   struct Store {
     std::map<std::string, Entry> items;
@@ -84,7 +84,7 @@ class ClusterWatch {
   };
 
   static std::string read_entry(Kind kind, const nlohmann::json& object, Entry& e);
-  bool list(Kind kind);                        // replaces the kind's store; false on failure
+  bool list(Kind kind);  // replaces the kind's store; false on failure
   void watch_loop(Kind kind);
   bool apply_event(Kind kind, std::string_view line, bool* relist);  // false = end this watch
   void flush_loop();
@@ -96,9 +96,9 @@ class ClusterWatch {
   ExtenderService& service_;
   WatchOptions options_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> interrupt_[2] = {false, false};     // per kind (nodes, pods): end the open watch
+  std::atomic<bool> interrupt_[2] = {false, false};      // per kind (nodes, pods): end the open watch
   std::atomic<bool> relist_wanted_[2] = {false, false};  // per kind: relist before watching again
-  mutable std::mutex mu_;  // guards the stores, dirty_ and stats_
+  mutable std::mutex mu_;                                // guards the stores, dirty_ and stats_
   Store nodes_, pods_;
   bool dirty_ = false;
   Stats stats_;

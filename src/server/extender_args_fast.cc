@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <cctype>
+#include <utility>
 #include <variant>
 
 namespace gpupack {
@@ -58,12 +58,18 @@ class KeyChoice {
 
 std::string_view type_name(od::json_type t) {
   switch (t) {
-    case od::json_type::null: return "null";
-    case od::json_type::boolean: return "a boolean";
-    case od::json_type::number: return "a number";
-    case od::json_type::string: return "a string";
-    case od::json_type::array: return "an array";
-    case od::json_type::object: return "an object";
+    case od::json_type::null:
+      return "null";
+    case od::json_type::boolean:
+      return "a boolean";
+    case od::json_type::number:
+      return "a number";
+    case od::json_type::string:
+      return "a string";
+    case od::json_type::array:
+      return "an array";
+    case od::json_type::object:
+      return "an object";
   }
   return "a value";
 }
@@ -115,9 +121,7 @@ class Walker {
     return k;
   }
   // Where the value `v` starts in the input.
-  const char* start_of(od::value& v) const {
-    return v.raw_json_token().data();
-  }
+  const char* start_of(od::value& v) const { return v.raw_json_token().data(); }
   // The text from `start` to the current position (just after a consumed
   // value), without trailing whitespace.
   std::string_view text_from(const char* start) {
@@ -608,7 +612,8 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
           od::value item;
           std::string_view text;
           // NOLINTNEXTLINE(performance-move-const-arg): simdjson_result::get() is &&-qualified
-          if (std::move(e).get(item) != simdjson::SUCCESS || simdjson::to_json_string(item).get(text) != simdjson::SUCCESS)
+          if (std::move(e).get(item) != simdjson::SUCCESS ||
+              simdjson::to_json_string(item).get(text) != simdjson::SUCCESS)
             return std::nullopt;
           item_texts.push_back(text);
         }
@@ -619,7 +624,8 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
   if (pod_text.empty() || item_texts.size() != item_names.size()) return std::nullopt;
   a.pod = read_pod(pod_text);  // a Fail here: the thorough walk reports it
   a.node_texts->reserve(item_names.size());
-  for (size_t k = 0; k < item_names.size(); ++k) a.node_texts->push_back(NodeText{std::move(item_names[k]), item_texts[k]});
+  for (size_t k = 0; k < item_names.size(); ++k)
+    a.node_texts->push_back(NodeText{std::move(item_names[k]), item_texts[k]});
   a.source = std::move(source);
   return a;
 }
@@ -672,7 +678,8 @@ WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body) {
     } catch (const Fail&) {
     }
   }
-  WireResult<ExtenderArgs> out = quick ? WireResult<ExtenderArgs>(std::move(*quick)) : read_guarded(source, body.size());
+  WireResult<ExtenderArgs> out =
+      quick ? WireResult<ExtenderArgs>(std::move(*quick)) : read_guarded(source, body.size());
   if (validator.capacity() > kRetainedParserBytes) validator = simdjson::dom::parser{};
   release_if_large(ondemand_parser());
   return out;

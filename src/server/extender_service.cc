@@ -21,9 +21,10 @@ constexpr std::string_view kNvidiaPrefix = "nvidia.com/";
 std::string unknown_resource(const K8sPod& pod) {
   for (const auto& [name, amount] : pod.extended) {
     if (name.compare(0, kNvidiaPrefix.size(), kNvidiaPrefix) == 0 && amount > 0)
-      return fmt::format("Pod {}: unknown GPU resource \"{}\" (gpupack understands nvidia.com/gpu, "
-                         "nvidia.com/gpu.shared and nvidia.com/mig-<profile>)",
-                         pod.key(), name);
+      return fmt::format(
+          "Pod {}: unknown GPU resource \"{}\" (gpupack understands nvidia.com/gpu, "
+          "nvidia.com/gpu.shared and nvidia.com/mig-<profile>)",
+          pod.key(), name);
   }
   return "";
 }
@@ -79,18 +80,18 @@ ExtenderService::Carried ExtenderService::carry_locked() const {
     c.first_seen[e.pod.key()] = e.first_seen;
     if (e.learned == Learned::kAssumed && state_->is_bound(pid)) {
       const Assignment& a = state_->assignment(pid);
-      c.guesses[e.pod.key()] = Carried::Guess{e.pod.uid, nodes_[index(a.node)].spec.name, state_->request(pid), a,
-                                              e.assumed_at};
+      c.guesses[e.pod.key()] =
+          Carried::Guess{e.pod.uid, nodes_[index(a.node)].spec.name, state_->request(pid), a, e.assumed_at};
     }
     const bool bound = state_->is_bound(pid) && e.learned != Learned::kAssumed;
     if (bound && e.bound_here_at && c.now - *e.bound_here_at < std::chrono::seconds(kAssumeBindS)) {
       auto a = e.pod.annotations.find(std::string(annotations::kAssignedGpus));
-      c.assumed[e.pod.key()] = Carried::Assumed{e.pod.uid, e.pod.node_name,
-                                                a == e.pod.annotations.end() ? "" : a->second, *e.bound_here_at};
+      c.assumed[e.pod.key()] =
+          Carried::Assumed{e.pod.uid, e.pod.node_name, a == e.pod.annotations.end() ? "" : a->second, *e.bound_here_at};
     }
     if (!e.from_call_at) continue;
-    const bool recent_bind = bound && e.bound_here_at &&
-                             c.now - *e.bound_here_at < std::chrono::seconds(kKeepAbsentBoundS);
+    const bool recent_bind =
+        bound && e.bound_here_at && c.now - *e.bound_here_at < std::chrono::seconds(kKeepAbsentBoundS);
     const bool recent_call = !bound && c.now - *e.from_call_at < std::chrono::seconds(kKeepAbsentPendingS);
     if (recent_bind || recent_call) c.recent.push_back({e.pod, e.object, e.bound_here_at, e.from_call_at});
   }
@@ -118,7 +119,7 @@ void ExtenderService::swap_model_locked(ExtenderService& other) {
 }
 
 std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes, std::vector<K8sPod> pods,
-                                                     std::vector<nlohmann::json> pod_objects) {
+                                                      std::vector<nlohmann::json> pod_objects) {
   // The new model is built on the side and swapped in, so that filter and
   // prioritize wait only for the swap. A bind that lands meanwhile is
   // carried over by building again; under a stream of binds the last try
@@ -456,8 +457,7 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   std::vector<int> open;
   open.reserve(idx.size());
   for (size_t k = 0; k < idx.size(); ++k)
-    if (node_gate(nodes_[static_cast<size_t>(idx[k])], *pod).empty())
-      open.push_back(idx[k]);
+    if (node_gate(nodes_[static_cast<size_t>(idx[k])], *pod).empty()) open.push_back(idx[k]);
   std::vector<ScoredNode> scored;
   evaluate_locked(*pod, open, &scored);
   std::vector<uint8_t> feasible(nodes_.size(), 0);
@@ -470,9 +470,11 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
       continue;
     }
     auto [message, never] = explain_locked(idx[k], *pod);
-    const Dimension d = message.rfind("model:", 0) == 0 ? Dimension::kModel
-                        : message.rfind("topology:", 0) == 0 ? Dimension::kTopology
-                        : failed_dimension(*state_, NodeId{idx[k]}, model_request(*pod, nodes_[static_cast<size_t>(idx[k])]));
+    const Dimension d =
+        message.rfind("model:", 0) == 0 ? Dimension::kModel
+        : message.rfind("topology:", 0) == 0
+            ? Dimension::kTopology
+            : failed_dimension(*state_, NodeId{idx[k]}, model_request(*pod, nodes_[static_cast<size_t>(idx[k])]));
     ++counts[static_cast<size_t>(d)];
     (never ? unresolvable : failed)[names[k]] = std::move(message);
   }
@@ -552,8 +554,8 @@ HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::stri
   }
   std::vector<int64_t> score_of(nodes_.size(), 0);
   for (const ScoredNode& s : scored)
-    score_of[index(s.node)] = hi > lo ? 1 + (s.score - lo) * (kMaxExtenderPriority - 2) / (hi - lo)
-                                      : kMaxExtenderPriority - 1;
+    score_of[index(s.node)] =
+        hi > lo ? 1 + (s.score - lo) * (kMaxExtenderPriority - 2) / (hi - lo) : kMaxExtenderPriority - 1;
   if (d.placed()) score_of[index(d.assignment.node)] = kMaxExtenderPriority;
   HostPriorityList out;
   out.reserve(names.size() + unresolvable.size());
@@ -575,8 +577,8 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
   std::lock_guard lock(mu_);
   expire_assumed_locked();
   ExtenderBindingResult r;
-  const std::string key = (args.pod_namespace.empty() ? std::string("default") : args.pod_namespace) + "/" +
-                          args.pod_name;
+  const std::string key =
+      (args.pod_namespace.empty() ? std::string("default") : args.pod_namespace) + "/" + args.pod_name;
   auto it = pod_index_.find(key);
   if (it == pod_index_.end()) {
     r.error = fmt::format("pod {} is unknown to gpupack (no filter call or cluster list has shown it)", key);
@@ -606,14 +608,13 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
       }
     } else {
       if (same) return r;  // retry: already done
-      r.error = fmt::format("pod {} is already bound to node {}", key,
-                            nodes_[index(state_->assignment(pid).node)].spec.name);
+      r.error =
+          fmt::format("pod {} is already bound to node {}", key, nodes_[index(state_->assignment(pid).node)].spec.name);
       return r;
     }
   }
   if (!confirmed) {
-    if (std::string gate = node_gate(nodes_[static_cast<size_t>(n)], e.pod);
-        !gate.empty()) {
+    if (std::string gate = node_gate(nodes_[static_cast<size_t>(n)], e.pod); !gate.empty()) {
       r.error = fmt::format("pod {} does not fit node {}: {}", key, args.node, gate);
       return r;
     }
@@ -716,8 +717,8 @@ std::map<std::string, std::string> ExtenderService::assignments() const {
   for (size_t i = 0; i < pods_.size(); ++i) {
     const PodId p{static_cast<int32_t>(i)};
     if (!state_->is_bound(p) || pods_[i].learned == Learned::kAssumed || !state_->request(p).is_gpu()) continue;
-    out[pods_[i].pod.key()] = assigned_gpus_annotation(nodes_[index(state_->assignment(p).node)].spec.name,
-                                                       state_->assignment(p));
+    out[pods_[i].pod.key()] =
+        assigned_gpus_annotation(nodes_[index(state_->assignment(p).node)].spec.name, state_->assignment(p));
   }
   return out;
 }
@@ -781,8 +782,8 @@ ServiceMetrics ExtenderService::metrics() const {
       e.pending_reason = reason;
     }
     if (reason.empty()) reason = "unknown";
-    m.pending.push_back({e.pod.namespace_name, e.pod.name, reason,
-                         std::chrono::duration<double>(now - e.first_seen).count()});
+    m.pending.push_back(
+        {e.pod.namespace_name, e.pod.name, reason, std::chrono::duration<double>(now - e.first_seen).count()});
   }
   m.placements_assumed = counters_.assumed;
   m.placements_confirmed = counters_.confirmed;

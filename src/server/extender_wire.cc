@@ -196,9 +196,7 @@ std::optional<std::vector<std::string>> names_field(const json& obj, std::string
 }
 
 // Only for values that passed check_object_with_name().
-std::string node_name_of(const json& node) {
-  return find_key(*find_key(node, "metadata"), "name")->get<std::string>();
-}
+std::string node_name_of(const json& node) { return find_key(*find_key(node, "metadata"), "name")->get<std::string>(); }
 
 MetaVictims meta_victims_value(const json& v, const std::string& field) {
   if (!v.is_object()) wrong_type(field, "a MetaVictims object", v);
@@ -261,13 +259,9 @@ WireResult<T> guarded(std::string_view body, F parse) {
   }
 }
 
-json node_list_json(const std::vector<json>& items) {
-  return json{{"metadata", json::object()}, {"items", items}};
-}
+json node_list_json(const std::vector<json>& items) { return json{{"metadata", json::object()}, {"items", items}}; }
 
-json names_json(const std::optional<std::vector<std::string>>& names) {
-  return names ? json(*names) : json(nullptr);
-}
+json names_json(const std::optional<std::vector<std::string>>& names) { return names ? json(*names) : json(nullptr); }
 
 json meta_victims_json(const MetaVictims& m) {
   json pods = json::array();
@@ -394,9 +388,7 @@ std::string to_json_text(const ExtenderArgs& v) {
     for (const auto& n : *v.node_texts) texts.push_back(n.json);
     nodes = node_list_json(node_objects(texts));
   }
-  json j = {{"Pod", v.pod},
-            {"Nodes", nodes},
-            {"NodeNames", names_json(v.node_names)}};
+  json j = {{"Pod", v.pod}, {"Nodes", nodes}, {"NodeNames", names_json(v.node_names)}};
   return dump(j);
 }
 
@@ -498,13 +490,27 @@ void append_json_string(std::string& out, std::string_view s) {
     out.append(s.data() + plain, i - plain);
     plain = i + 1;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         out += "\\u00";
         out += kHex[c >> 4];

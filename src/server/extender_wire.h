@@ -46,7 +46,7 @@ struct WireError {
 template <class T>
 class WireResult {
  public:
-  WireResult(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  WireResult(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
   WireResult(WireError error) : v_(std::move(error)) {}  // NOLINT
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -66,8 +66,8 @@ struct NodeText {
 
 // Filter and prioritize request.
 struct ExtenderArgs {
-  nlohmann::json pod;                                // v1.Pod
-  std::optional<std::vector<nlohmann::json>> nodes;  // v1.NodeList items (nodeCacheCapable false)
+  nlohmann::json pod;                                  // v1.Pod
+  std::optional<std::vector<nlohmann::json>> nodes;    // v1.NodeList items (nodeCacheCapable false)
   std::optional<std::vector<std::string>> node_names;  // nodeCacheCapable true
   // The fast parser's form of `nodes` (then nullopt): items as JSON text.
   std::optional<std::vector<NodeText>> node_texts;

@@ -9,10 +9,10 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <signal.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -59,20 +59,34 @@ void keep_large_buffers() {
 
 const char* reason_phrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 415: return "Unsupported Media Type";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Status";
+    case 100:
+      return "Continue";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 415:
+      return "Unsupported Media Type";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Status";
   }
 }
 
@@ -228,7 +242,7 @@ struct Conn {
   bool peer_eof = false;  // the client finished sending (FIN or close_notify)
   bool broken = false;    // close at the next chance
   size_t drained = 0;     // kDraining: bytes read and dropped
-  uint32_t events = 0;  // what epoll watches now (0 = not registered)
+  uint32_t events = 0;    // what epoll watches now (0 = not registered)
 };
 
 }  // namespace
@@ -559,8 +573,8 @@ struct HttpServer::Impl {
   // Beyond max_connections: a plain 503 (TLS clients just see the close).
   void refuse(int fd) {
     if (!ssl_ctx) {
-      const std::string body = error_body(
-          fmt::format("too many connections (limit {}); retry later", options.max_connections));
+      const std::string body =
+          error_body(fmt::format("too many connections (limit {}); retry later", options.max_connections));
       const std::string msg = fmt::format(
           "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
           "Connection: close\r\nRetry-After: 1\r\n\r\n{}",
@@ -629,9 +643,12 @@ struct HttpServer::Impl {
       return;
     }
     const int e = SSL_get_error(c.ssl, r);
-    if (e == SSL_ERROR_WANT_READ) watch(c, EPOLLIN | EPOLLRDHUP);
-    else if (e == SSL_ERROR_WANT_WRITE) watch(c, EPOLLOUT);
-    else c.broken = true;  // plain HTTP, a wrong client certificate, a reset
+    if (e == SSL_ERROR_WANT_READ)
+      watch(c, EPOLLIN | EPOLLRDHUP);
+    else if (e == SSL_ERROR_WANT_WRITE)
+      watch(c, EPOLLOUT);
+    else
+      c.broken = true;  // plain HTTP, a wrong client certificate, a reset
     ERR_clear_error();
   }
 
@@ -644,8 +661,10 @@ struct HttpServer::Impl {
       n = SSL_read(c.ssl, p, static_cast<int>(std::min<size_t>(max, 1 << 30)));
       if (n <= 0) {
         const int e = SSL_get_error(c.ssl, static_cast<int>(n));
-        if (e == SSL_ERROR_ZERO_RETURN) c.peer_eof = true;
-        else if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) c.broken = true;
+        if (e == SSL_ERROR_ZERO_RETURN)
+          c.peer_eof = true;
+        else if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE)
+          c.broken = true;
         ERR_clear_error();
         n = 0;
       }
@@ -810,7 +829,8 @@ struct HttpServer::Impl {
           // (kept by the heap, see keep_large_buffers) stay under a third of it.
           const size_t need = c.req.body.size() + size;
           if (c.req.body.capacity() < need)
-            c.req.body.reserve(std::min(options.max_body_bytes, std::max({need, 4 * c.req.body.capacity(), size_t{65536}})));
+            c.req.body.reserve(
+                std::min(options.max_body_bytes, std::max({need, 4 * c.req.body.capacity(), size_t{65536}})));
         }
       } else {  // trailers, ignored, end at an empty line
         if (line.empty()) return true;
@@ -873,14 +893,16 @@ struct HttpServer::Impl {
       } else if (name == "content-encoding") {
         const std::string v = lower(value);
         if (!v.empty() && v != "identity") {
-          *error = fmt::format("Content-Encoding \"{}\" is not accepted: send the body uncompressed",
-                               value.substr(0, 40));
+          *error =
+              fmt::format("Content-Encoding \"{}\" is not accepted: send the body uncompressed", value.substr(0, 40));
           return 415;
         }
       } else if (name == "connection") {
         const std::string v = lower(value);
-        if (v.find("close") != std::string::npos) r.keep_alive = false;
-        else if (v.find("keep-alive") != std::string::npos) r.keep_alive = true;
+        if (v.find("close") != std::string::npos)
+          r.keep_alive = false;
+        else if (v.find("keep-alive") != std::string::npos)
+          r.keep_alive = true;
       } else if (name == "expect") {
         if (lower(value) != "100-continue") {
           *error = "unsupported Expect";
@@ -939,9 +961,10 @@ struct HttpServer::Impl {
       }
     }
     if (route == Route::kNone) {
-      Reply rep = known_path ? json_error(405, fmt::format("{} does not take {}", r.path, r.method.substr(0, 16)))
-                             : json_error(404, fmt::format("no route for {} {}", r.method.substr(0, 16),
-                                                           r.path.substr(0, 200)));
+      Reply rep =
+          known_path
+              ? json_error(405, fmt::format("{} does not take {}", r.path, r.method.substr(0, 16)))
+              : json_error(404, fmt::format("no route for {} {}", r.method.substr(0, 16), r.path.substr(0, 200)));
       if (known_path) rep.extra_headers = fmt::format("Allow: {}\r\n", verb.empty() && get ? "GET" : "POST");
       send_reply(c, std::move(rep));
       return;
@@ -1067,8 +1090,10 @@ struct HttpServer::Impl {
     const bool head_only = c.req.method == "HEAD";
     std::string head = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{}", r.status,
                                    reason_phrase(r.status), r.content_type, r.body.size(), r.extra_headers);
-    if (c.close_after) head += "Connection: close\r\n";
-    else if (c.req.http10) head += "Connection: keep-alive\r\n";
+    if (c.close_after)
+      head += "Connection: close\r\n";
+    else if (c.req.http10)
+      head += "Connection: keep-alive\r\n";
     head += "\r\n";
     if (head_only) r.body.clear();
     if (c.ssl) {
@@ -1130,8 +1155,10 @@ struct HttpServer::Impl {
   void send_reply(Conn& c, Reply r) {
     c.state = State::kDispatched;  // not reading while the reply is out
     prepare(c, std::move(r));
-    if (write_some(c)) finish_reply(c);
-    else start_writing(c);
+    if (write_some(c))
+      finish_reply(c);
+    else
+      start_writing(c);
   }
 
   void start_writing(Conn& c) {
@@ -1179,8 +1206,7 @@ struct HttpServer::Impl {
   // After finish_reply outside parse(): a pipelined request may wait in our
   // buffer or OpenSSL's, where epoll does not see it.
   void continue_reading(Conn& c) {
-    if (!c.broken && c.state == State::kIdle && (!c.in.empty() || (c.ssl && SSL_pending(c.ssl) > 0)))
-      read_and_parse(c);
+    if (!c.broken && c.state == State::kIdle && (!c.in.empty() || (c.ssl && SSL_pending(c.ssl) > 0))) read_and_parse(c);
   }
 
   // On a worker: write directly (no hop through the loop on the fast path),
@@ -1219,7 +1245,8 @@ std::string normalize_url_prefix(const std::string& prefix) {
   std::string p = prefix;
   for (char c : p)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '_' || c == '.' || c == '-'))
-      throw std::invalid_argument(fmt::format("--url-prefix \"{}\": only letters, digits and / _ . - are allowed", prefix));
+      throw std::invalid_argument(
+          fmt::format("--url-prefix \"{}\": only letters, digits and / _ . - are allowed", prefix));
   while (!p.empty() && p.back() == '/') p.pop_back();
   if (!p.empty() && p.front() != '/') p.insert(p.begin(), '/');
   return p;

@@ -67,24 +67,24 @@ namespace gpupack {
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 8888;
-  std::string url_prefix;                // e.g. "/gpupack"; "" = routes at the root
-  size_t max_body_bytes = 64u << 20;     // 64 MiB: a 5,000-node full NodeList fits
-  size_t max_reply_bytes = 0;            // 0 = 2 x max_body_bytes + 1 MiB
-  size_t max_header_bytes = 16u << 10;   // request line + headers
-  int read_timeout_s = 10;               // request deadline (kept for compatibility)
-  int request_timeout_s = 10;            // headers + body, from the request's first byte
-  int write_timeout_s = 10;              // one reply
-  int idle_timeout_s = 60;               // keep-alive connection without a request
-  int max_connections = 4096;            // open connections; 503 + close beyond
-  int shutdown_grace_s = 5;              // stop(): time left to in-flight replies
-  int threads = 8;                       // verb workers
-  int metrics_threads = 1;               // /metrics and /readyz workers
-  bool serve_metrics = true;             // /metrics, /healthz, /readyz on this listener
+  std::string url_prefix;               // e.g. "/gpupack"; "" = routes at the root
+  size_t max_body_bytes = 64u << 20;    // 64 MiB: a 5,000-node full NodeList fits
+  size_t max_reply_bytes = 0;           // 0 = 2 x max_body_bytes + 1 MiB
+  size_t max_header_bytes = 16u << 10;  // request line + headers
+  int read_timeout_s = 10;              // request deadline (kept for compatibility)
+  int request_timeout_s = 10;           // headers + body, from the request's first byte
+  int write_timeout_s = 10;             // one reply
+  int idle_timeout_s = 60;              // keep-alive connection without a request
+  int max_connections = 4096;           // open connections; 503 + close beyond
+  int shutdown_grace_s = 5;             // stop(): time left to in-flight replies
+  int threads = 8;                      // verb workers
+  int metrics_threads = 1;              // /metrics and /readyz workers
+  bool serve_metrics = true;            // /metrics, /healthz, /readyz on this listener
   bool serve_extender = true;
-  std::string tls_cert_file;             // PEM chain; set = HTTPS only
-  std::string tls_key_file;              // PEM key (required with tls_cert_file)
-  std::string tls_client_ca_file;        // set = client certificates required
-  std::string token_file;                // set = bearer token on verbs and /metrics
+  std::string tls_cert_file;       // PEM chain; set = HTTPS only
+  std::string tls_key_file;        // PEM key (required with tls_cert_file)
+  std::string tls_client_ca_file;  // set = client certificates required
+  std::string token_file;          // set = bearer token on verbs and /metrics
 };
 
 class HttpServer {

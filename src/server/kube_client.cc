@@ -186,8 +186,8 @@ struct LineStream {
   CURL* curl = nullptr;
   const std::function<bool(std::string_view)>* on_line = nullptr;
   const std::atomic<bool>* stop = nullptr;
-  std::string pending;    // an incomplete last line
-  std::string error_body; // the body of a non-2xx reply
+  std::string pending;     // an incomplete last line
+  std::string error_body;  // the body of a non-2xx reply
   bool ended_by_callback = false;
 };
 

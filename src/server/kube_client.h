@@ -59,16 +59,16 @@ class CredentialSource {
 };
 
 struct KubeConfig {
-  std::string server;          // "https://10.0.0.1:443"
+  std::string server;  // "https://10.0.0.1:443"
   std::string token;
-  std::string ca_file;         // PEM file; "" = none
-  std::string ca_data;         // PEM text (decoded certificate-authority-data)
+  std::string ca_file;  // PEM file; "" = none
+  std::string ca_data;  // PEM text (decoded certificate-authority-data)
   bool insecure_skip_verify = false;
   std::string client_cert_file = {};  // PEM files (client-certificate / client-key)
   std::string client_key_file = {};
   std::string client_cert_data = {};  // PEM text (decoded client-certificate-data / client-key-data)
   std::string client_key_data = {};
-  std::string proxy_url = {};         // cluster.proxy-url; "" = none (curl's environment rules)
+  std::string proxy_url = {};  // cluster.proxy-url; "" = none (curl's environment rules)
   // Asked on every call; what it returns replaces `token` (when it has a
   // token) and the client certificate (when it has one). Null = static.
   std::shared_ptr<CredentialSource> credentials = {};
@@ -76,9 +76,9 @@ struct KubeConfig {
 };
 
 struct KubeResponse {
-  long status = 0;       // HTTP status; 0 = transport error
+  long status = 0;  // HTTP status; 0 = transport error
   std::string body;
-  std::string error;     // "" when 2xx
+  std::string error;  // "" when 2xx
 };
 
 class KubeClient {

@@ -116,8 +116,8 @@ std::string scalar(const YAML::Node& n, const std::string& where) {
 bool boolean(const YAML::Node& n, const std::string& where) {
   bool b = false;
   if (!n.IsScalar() || !YAML::convert<bool>::decode(n, b))
-    throw std::invalid_argument(fmt::format("{}: expected true or false{}", where,
-                                            n.IsScalar() ? ", got \"" + n.Scalar() + "\"" : ""));
+    throw std::invalid_argument(
+        fmt::format("{}: expected true or false{}", where, n.IsScalar() ? ", got \"" + n.Scalar() + "\"" : ""));
   return b;
 }
 
@@ -276,8 +276,7 @@ ExecPluginConfig read_exec(const YAML::Node& exec, const std::string& where, con
   if (const YAML::Node mode = field(exec, "interactiveMode")) {
     const std::string m = scalar(mode, where + ".interactiveMode");
     if (m == "Always")
-      throw std::invalid_argument(where +
-                                  ".interactiveMode: Always needs a terminal, and gpupack runs without one");
+      throw std::invalid_argument(where + ".interactiveMode: Always needs a terminal, and gpupack runs without one");
     if (m != "Never" && m != "IfAvailable")
       throw std::invalid_argument(
           fmt::format("{}.interactiveMode: \"{}\" is not one of Never, IfAvailable, Always", where, m));
@@ -329,16 +328,18 @@ KubeConfig build_config(const Merged& m, const std::string& context_flag) {
     throw std::invalid_argument(fmt::format("{}.server: \"{}\" is not an http(s) URL", cl_where, c.server));
   if (const YAML::Node v = field(cluster, "certificate-authority")) {
     c.ca_file = resolve_path(scalar(v, cl_where + ".certificate-authority"), cl_file.dir);
-    if (!try_slurp(c.ca_file)) throw std::invalid_argument(fmt::format("{}.certificate-authority: cannot read {}", cl_where, c.ca_file));
+    if (!try_slurp(c.ca_file))
+      throw std::invalid_argument(fmt::format("{}.certificate-authority: cannot read {}", cl_where, c.ca_file));
   }
   if (const YAML::Node v = field(cluster, "certificate-authority-data"))
-    c.ca_data = base64_decode(scalar(v, cl_where + ".certificate-authority-data"),
-                              cl_where + ".certificate-authority-data");
+    c.ca_data =
+        base64_decode(scalar(v, cl_where + ".certificate-authority-data"), cl_where + ".certificate-authority-data");
   if (const YAML::Node v = field(cluster, "insecure-skip-tls-verify"))
     c.insecure_skip_verify = boolean(v, cl_where + ".insecure-skip-tls-verify");
   if (const YAML::Node v = field(cluster, "proxy-url")) c.proxy_url = scalar(v, cl_where + ".proxy-url");
   if (field(cluster, "tls-server-name"))
-    throw std::invalid_argument(cl_where + ".tls-server-name: not supported by gpupack; use a server URL whose name the certificate carries");
+    throw std::invalid_argument(
+        cl_where + ".tls-server-name: not supported by gpupack; use a server URL whose name the certificate carries");
   c.source = fmt::format("kubeconfig {} (context \"{}\")", files, ctx_name);
 
   // User (none: anonymous).
@@ -371,7 +372,8 @@ KubeConfig build_config(const Merged& m, const std::string& context_flag) {
   if (const YAML::Node v = field(user, "client-key"))
     key_file = resolve_path(scalar(v, u_where + ".client-key"), u_file.dir);
   if (const YAML::Node v = field(user, "client-certificate-data"))
-    c.client_cert_data = base64_decode(scalar(v, u_where + ".client-certificate-data"), u_where + ".client-certificate-data");
+    c.client_cert_data =
+        base64_decode(scalar(v, u_where + ".client-certificate-data"), u_where + ".client-certificate-data");
   if (const YAML::Node v = field(user, "client-key-data"))
     c.client_key_data = base64_decode(scalar(v, u_where + ".client-key-data"), u_where + ".client-key-data");
   if (!cert_file.empty() && !c.client_cert_data.empty())
@@ -407,8 +409,7 @@ KubeConfig build_config(const Merged& m, const std::string& context_flag) {
       if (nlohmann::json ext = exec_extension(cluster); !ext.is_null()) cl["config"] = ext;
       p.cluster = std::move(cl);
     }
-    if (c.credentials)
-      throw std::invalid_argument(u_where + ": both tokenFile and exec are set; keep one");
+    if (c.credentials) throw std::invalid_argument(u_where + ": both tokenFile and exec are set; keep one");
     c.credentials = std::make_shared<ExecCredentialSource>(std::move(p));
   }
   return c;
@@ -423,8 +424,8 @@ struct ProcessResult {
   std::string out, err;
 };
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                          long timeout_ms, size_t max_out) {
+ProcessResult run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env, long timeout_ms,
+                          size_t max_out) {
   ProcessResult r;
   constexpr size_t kMaxErr = 16384;
   int out_pipe[2], err_pipe[2];
@@ -495,8 +496,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
     nfds_t n = 0;
     for (int fd : fds)
       if (fd >= 0) p[n++] = {fd, POLLIN, 0};
-    const long wait_ms = std::min<long>(
-        100, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1);
+    const long wait_ms =
+        std::min<long>(100, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count() + 1);
     if (poll(p, n, static_cast<int>(wait_ms)) < 0 && errno != EINTR) break;
     for (nfds_t i = 0; i < n; ++i) {
       if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
@@ -558,9 +559,9 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::st
     return true;
   };
   int year, mon, day, hour, min, sec;
-  if (!digits(0, 4, year) || t.size() < 20 || t[4] != '-' || !digits(5, 2, mon) || t[7] != '-' ||
-      !digits(8, 2, day) || (t[10] != 'T' && t[10] != 't' && t[10] != ' ') || !digits(11, 2, hour) ||
-      t[13] != ':' || !digits(14, 2, min) || t[16] != ':' || !digits(17, 2, sec))
+  if (!digits(0, 4, year) || t.size() < 20 || t[4] != '-' || !digits(5, 2, mon) || t[7] != '-' || !digits(8, 2, day) ||
+      (t[10] != 'T' && t[10] != 't' && t[10] != ' ') || !digits(11, 2, hour) || t[13] != ':' || !digits(14, 2, min) ||
+      t[16] != ':' || !digits(17, 2, sec))
     return std::nullopt;
   if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) return std::nullopt;
   size_t pos = 19;
@@ -596,17 +597,18 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::st
   const long long secs = static_cast<long long>(timegm(&tm)) - offset_s;
   // system_clock counts nanoseconds (years 1678..2262): times beyond are clamped.
   using Sys = std::chrono::system_clock;
-  const long long max_s = std::chrono::duration_cast<std::chrono::seconds>(Sys::time_point::max().time_since_epoch()).count() - 1;
+  const long long max_s =
+      std::chrono::duration_cast<std::chrono::seconds>(Sys::time_point::max().time_since_epoch()).count() - 1;
   if (secs >= max_s) return Sys::time_point::max();
   if (secs <= -max_s) return Sys::time_point::min();
-  return Sys::time_point(std::chrono::duration_cast<Sys::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
+  return Sys::time_point(
+      std::chrono::duration_cast<Sys::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
 }
 
 ExecCredentialResult run_exec_plugin(const ExecPluginConfig& plugin) {
   const std::string who = fmt::format("exec plugin \"{}\" ({})", plugin.command, plugin.where);
-  nlohmann::json info = {{"apiVersion", plugin.api_version},
-                         {"kind", "ExecCredential"},
-                         {"spec", {{"interactive", false}}}};
+  nlohmann::json info = {
+      {"apiVersion", plugin.api_version}, {"kind", "ExecCredential"}, {"spec", {{"interactive", false}}}};
   if (!plugin.cluster.is_null()) info["spec"]["cluster"] = plugin.cluster;
   std::set<std::string> overridden = {"KUBERNETES_EXEC_INFO"};
   for (const auto& [name, value] : plugin.env) overridden.insert(name);
@@ -633,22 +635,22 @@ ExecCredentialResult run_exec_plugin(const ExecPluginConfig& plugin) {
   if (WIFSIGNALED(p.wait_status))
     throw std::runtime_error(fmt::format("{}: killed by signal {}{}", who, WTERMSIG(p.wait_status), err));
   if (WIFEXITED(p.wait_status) && WEXITSTATUS(p.wait_status) != 0)
-    throw std::runtime_error(fmt::format("{}: exit status {}{}{}", who, WEXITSTATUS(p.wait_status), err,
-                                         WEXITSTATUS(p.wait_status) == 127 && !plugin.install_hint.empty()
-                                             ? "; " + excerpt(plugin.install_hint)
-                                             : ""));
+    throw std::runtime_error(fmt::format(
+        "{}: exit status {}{}{}", who, WEXITSTATUS(p.wait_status), err,
+        WEXITSTATUS(p.wait_status) == 127 && !plugin.install_hint.empty() ? "; " + excerpt(plugin.install_hint) : ""));
 
   const nlohmann::json doc = nlohmann::json::parse(p.out, nullptr, false);
   auto bad = [&](const std::string& what) {
-    return std::runtime_error(fmt::format("{}: stdout is not a usable ExecCredential: {} (stdout starts \"{}\"){}",
-                                          who, what, excerpt(p.out, 80), err));
+    return std::runtime_error(fmt::format("{}: stdout is not a usable ExecCredential: {} (stdout starts \"{}\"){}", who,
+                                          what, excerpt(p.out, 80), err));
   };
   if (!doc.is_object()) throw bad("not a JSON object");
   if (doc.value("kind", "") != "ExecCredential") throw bad("kind is not ExecCredential");
   if (doc.value("apiVersion", "") != plugin.api_version)
-    throw bad(fmt::format("apiVersion \"{}\", expected \"{}\"",
-                          doc.contains("apiVersion") && doc["apiVersion"].is_string() ? doc["apiVersion"].get<std::string>() : "",
-                          plugin.api_version));
+    throw bad(fmt::format(
+        "apiVersion \"{}\", expected \"{}\"",
+        doc.contains("apiVersion") && doc["apiVersion"].is_string() ? doc["apiVersion"].get<std::string>() : "",
+        plugin.api_version));
   if (!doc.contains("status") || !doc["status"].is_object()) throw bad("status: missing");
   const nlohmann::json& st = doc["status"];
   auto text = [&](const char* key) -> std::string {
@@ -666,7 +668,8 @@ ExecCredentialResult run_exec_plugin(const ExecPluginConfig& plugin) {
     throw bad("status has neither token nor clientCertificateData/clientKeyData");
   if (const std::string exp = text("expirationTimestamp"); !exp.empty()) {
     r.expires = parse_rfc3339(exp);
-    if (!r.expires) throw bad(fmt::format("status.expirationTimestamp \"{}\" is not an RFC 3339 time", excerpt(exp, 60)));
+    if (!r.expires)
+      throw bad(fmt::format("status.expirationTimestamp \"{}\" is not an RFC 3339 time", excerpt(exp, 60)));
   }
   return r;
 }
@@ -744,7 +747,8 @@ KubeConfig in_cluster_config(const std::string& account_dir) {
   KubeConfig c;
   const std::string h = host;
   c.server = fmt::format("https://{}:{}", h.find(':') != std::string::npos ? "[" + h + "]" : h, port);
-  c.credentials = std::make_shared<TokenFileSource>(account_dir + "/token", "in-cluster config: the service-account token");
+  c.credentials =
+      std::make_shared<TokenFileSource>(account_dir + "/token", "in-cluster config: the service-account token");
   c.ca_file = account_dir + "/ca.crt";
   c.source = fmt::format("in-cluster service account ({})", c.server);
   return c;
@@ -784,13 +788,12 @@ KubeConfig resolve_kube_config(const KubeconfigSelection& sel) {
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
   if (sel.allow_in_cluster && host && *host) {
     if (!sel.context.empty())
-      throw std::invalid_argument(fmt::format("--context \"{}\": no kubeconfig to take it from ({})", sel.context,
-                                              fmt::join(tried, ", ")));
+      throw std::invalid_argument(
+          fmt::format("--context \"{}\": no kubeconfig to take it from ({})", sel.context, fmt::join(tried, ", ")));
     return in_cluster_config();
   }
   tried.push_back(sel.allow_in_cluster ? "not in a cluster (KUBERNETES_SERVICE_HOST unset)" : "in-cluster not allowed");
-  throw std::invalid_argument(
-      fmt::format("no Kubernetes API configuration found: {}", fmt::join(tried, ", ")));
+  throw std::invalid_argument(fmt::format("no Kubernetes API configuration found: {}", fmt::join(tried, ", ")));
 }
 
 }  // namespace gpupack

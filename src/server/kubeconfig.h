@@ -84,7 +84,7 @@ struct ExecPluginConfig {
   std::vector<std::pair<std::string, std::string>> env = {};
   std::string install_hint = {};
   nlohmann::json cluster = nullptr;  // spec.cluster of KUBERNETES_EXEC_INFO; null = provideClusterInfo false
-  std::string where = {};        // "FILE: users[\"u\"].user.exec", for messages
+  std::string where = {};            // "FILE: users[\"u\"].user.exec", for messages
   long timeout_ms = 30000;
   size_t max_output_bytes = 1u << 20;
 };

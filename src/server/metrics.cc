@@ -36,8 +36,8 @@ double LatencyHistogram::quantile(const std::string& verb, double q) const {
     w = it->second.window;
   }
   q = std::clamp(q, 0.0, 1.0);
-  const size_t k = std::min(w.size() - 1, static_cast<size_t>(std::ceil(q * static_cast<double>(w.size()))) -
-                                              (q > 0 ? 1 : 0));
+  const size_t k =
+      std::min(w.size() - 1, static_cast<size_t>(std::ceil(q * static_cast<double>(w.size()))) - (q > 0 ? 1 : 0));
   std::nth_element(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(k), w.end());
   return w[k];
 }
@@ -80,10 +80,14 @@ std::string escape_label(const std::string& v) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -116,7 +120,8 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   out += fmt::format("gpupack_placements_total{{state=\"assumed\"}} {}\n", m.placements_assumed);
   out += fmt::format("gpupack_placements_total{{state=\"confirmed\"}} {}\n", m.placements_confirmed);
   out += fmt::format("gpupack_placements_total{{state=\"expired\"}} {}\n", m.placements_expired);
-  header(out, "gpupack_assumed_pods", "gauge", "Pods placed by assumption now (not yet confirmed by a bind or the API).");
+  header(out, "gpupack_assumed_pods", "gauge",
+         "Pods placed by assumption now (not yet confirmed by a bind or the API).");
   out += fmt::format("gpupack_assumed_pods {}\n", m.assumed_now);
   header(out, "gpupack_charge_conflicts_total", "counter",
          "Running pods that claimed more than their node had left (over-commit by another scheduler).");
@@ -170,7 +175,8 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   for (const auto& p : m.pools)
     out += fmt::format("gpupack_pool_fragmentation_milli{{pool=\"{}\"}} {}\n", escape_label(p.model),
                        num(p.fragmentation_milli));
-  header(out, "gpupack_pool_fragmentation_ratio", "gauge", "Pool FGD fragmentation over the pool's free GPU milli (0..1).");
+  header(out, "gpupack_pool_fragmentation_ratio", "gauge",
+         "Pool FGD fragmentation over the pool's free GPU milli (0..1).");
   for (const auto& p : m.pools)
     out += fmt::format("gpupack_pool_fragmentation_ratio{{pool=\"{}\"}} {}\n", escape_label(p.model),
                        num(p.free_milli > 0 ? p.fragmentation_milli / p.free_milli : 0.0));
@@ -193,9 +199,9 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
     out += fmt::format("gpupack_pending_pods{{reason=\"{}\"}} {}\n", escape_label(reason), n);
   header(out, "gpupack_pending_pod_age_seconds", "gauge", "How long each pending GPU pod has been known to gpupack.");
   for (const auto& p : m.pending)
-    out += fmt::format("gpupack_pending_pod_age_seconds{{namespace=\"{}\",pod=\"{}\",reason=\"{}\"}} {}\n",
-                       escape_label(p.namespace_name), escape_label(p.name), escape_label(p.reason),
-                       num(p.age_seconds));
+    out +=
+        fmt::format("gpupack_pending_pod_age_seconds{{namespace=\"{}\",pod=\"{}\",reason=\"{}\"}} {}\n",
+                    escape_label(p.namespace_name), escape_label(p.name), escape_label(p.reason), num(p.age_seconds));
 
   header(out, "gpupack_decision_duration_seconds", "histogram",
          "Server-side time to answer an extender call (parse, decide, serialise).");

@@ -23,7 +23,7 @@
 namespace gpupack {
 
 inline constexpr std::array<double, 14> kLatencyBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.003, 0.005,
-                                                         0.0075, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0};
+                                                           0.0075, 0.01,    0.025,  0.05,  0.1,   0.5,   1.0};
 inline constexpr size_t kLatencyWindow = 100000;
 
 class LatencyHistogram {

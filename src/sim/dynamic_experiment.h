@@ -29,12 +29,12 @@ namespace gpupack {
 
 struct DynamicExperimentSpec {
   std::vector<NodeSpec> nodes;
-  std::optional<DynamicWorkload> workload;          // fixed (openb), or
-  std::optional<GangWorkloadOptions> generated;     // generated per seed
+  std::optional<DynamicWorkload> workload;       // fixed (openb), or
+  std::optional<GangWorkloadOptions> generated;  // generated per seed
   std::vector<std::string> policies;
   std::vector<uint64_t> seeds;
   DynamicOptions options;
-  std::string label_suffix;                         // e.g. "+backfill"
+  std::string label_suffix;  // e.g. "+backfill"
 };
 
 struct DynamicExperimentRun {

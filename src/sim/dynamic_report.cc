@@ -7,13 +7,15 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "util/files.h"
 #include <stdexcept>
+#include "util/files.h"
 
 namespace gpupack {
 namespace {
 
-double pct(int64_t part, int64_t whole) { return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0; }
+double pct(int64_t part, int64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0;
+}
 
 nlohmann::json to_json(const WaitStats& w) {
   return {{"jobs", w.jobs}, {"mean_s", w.mean_s}, {"p50_s", w.p50_s}, {"p95_s", w.p95_s}, {"p99_s", w.p99_s}};
@@ -118,9 +120,10 @@ std::string format_dynamic_table(const std::vector<DynamicSummary>& rows) {
                                 "alloc%", "frag%", "wait p50", "wait p95", "wait p99", "gang p95", "JCT p50",
                                 "max wait", "never", "bkfl", "wall s");
   for (const DynamicSummary& s : rows) {
-    out += fmt::format("{:<24} {:>7.2f} {:>7.2f} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>10} {:>6} {:>6} {:>8.3f}\n",
-                       s.label, s.mean_alloc_pct, s.mean_frag_pct, s.wait.p50_s, s.wait.p95_s, s.wait.p99_s,
-                       s.gang_wait.p95_s, s.jct.p50_s, s.longest_wait_s, s.never_ran, s.backfilled, s.wall_seconds);
+    out += fmt::format(
+        "{:<24} {:>7.2f} {:>7.2f} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>10} {:>6} {:>6} {:>8.3f}\n", s.label,
+        s.mean_alloc_pct, s.mean_frag_pct, s.wait.p50_s, s.wait.p95_s, s.wait.p99_s, s.gang_wait.p95_s, s.jct.p50_s,
+        s.longest_wait_s, s.never_ran, s.backfilled, s.wall_seconds);
   }
   out += "alloc%/frag% are time-weighted means; waits, JCT and max wait in seconds.\n";
   return out;
@@ -132,9 +135,10 @@ void write_dynamic_series_csv(const std::string& path, const std::vector<Dynamic
   out << "time_s,run,alloc_pct,frag_pct,queue_length,pending_gpu_milli,running_jobs\n";
   for (size_t r = 0; r < runs.size(); ++r) {
     for (const DynamicSample& s : runs[r].samples) {
-      out << fmt::format("{},{},{:.4f},{:.4f},{},{},{}\n", s.time_s, labels.at(r), pct(s.used_milli, runs[r].capacity_milli),
-                         runs[r].capacity_milli ? 100.0 * s.frag_milli / static_cast<double>(runs[r].capacity_milli) : 0.0,
-                         s.queue_length, s.pending_milli, s.running_jobs);
+      out << fmt::format(
+          "{},{},{:.4f},{:.4f},{},{},{}\n", s.time_s, labels.at(r), pct(s.used_milli, runs[r].capacity_milli),
+          runs[r].capacity_milli ? 100.0 * s.frag_milli / static_cast<double>(runs[r].capacity_milli) : 0.0,
+          s.queue_length, s.pending_milli, s.running_jobs);
     }
   }
   close_output(out, path);
@@ -221,8 +225,8 @@ void write_dynamic_svg(const std::string& path, const std::vector<DynamicRunResu
       const size_t step = std::max<size_t>(1, samples.size() / 1500);
       std::string points;
       for (size_t i = 0; i < samples.size(); i += step) {
-        const double v = p == 0 ? pct(samples[i].used_milli, runs[r].capacity_milli)
-                                : static_cast<double>(samples[i].queue_length);
+        const double v =
+            p == 0 ? pct(samples[i].used_milli, runs[r].capacity_milli) : static_cast<double>(samples[i].queue_length);
         points += fmt::format("{:.1f},{:.1f} ", x(samples[i].time_s), pn.top + (1.0 - v / pn.max) * kPanel);
       }
       svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n",

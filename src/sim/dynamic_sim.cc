@@ -35,10 +35,10 @@ struct JobState {
   int64_t seq = 0;
   bool running = false;
   int epoch = 0;
-  int64_t tried_at = -1;           // freed-log size at the last unrestricted failed try
-  int64_t preempt_tried_at = -1;   // change counter at the last preemption try
+  int64_t tried_at = -1;          // freed-log size at the last unrestricted failed try
+  int64_t preempt_tried_at = -1;  // change counter at the last preemption try
   int64_t started_at = 0;
-  int position = -1;               // in the running list
+  int position = -1;  // in the running list
 };
 
 class Simulation {
@@ -301,8 +301,8 @@ class Simulation {
       bool placed = false;
       if (restricted || j.tried_at < 0 || could_fit_on_freed(j)) {
         const GangPlacement p =
-            placer_.place(state_, j.pods, j.gang, restricted ? std::span<const uint8_t>(resv.allowed_mask)
-                                                             : std::span<const uint8_t>());
+            placer_.place(state_, j.pods, j.gang,
+                          restricted ? std::span<const uint8_t>(resv.allowed_mask) : std::span<const uint8_t>());
         if (p.placed) {
           start(id, p, now, resv.valid);
           placed = true;

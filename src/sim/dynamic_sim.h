@@ -43,7 +43,7 @@ struct DynamicOptions {
   QueueMode mode = QueueMode::kNoBlocking;
   bool preemption = false;
   std::map<std::string, int64_t> quota_gpu_milli;  // per queue name
-  std::vector<TopologyLevel> levels;                // gang domain preference
+  std::vector<TopologyLevel> levels;               // gang domain preference
   // Every `defrag_every_s` seconds (0 = never) the defragmentation planner
   // (defrag/planner.h, goal: whole free GPUs) moves at most
   // `defrag_budget_fraction` of the running pods; pods of multi-pod gangs
@@ -67,8 +67,8 @@ struct JobOutcome {
   int64_t end_s = -1;    // -1 = still running at the end, or never ran
   int64_t first_start_s = -1;
   int evictions = 0;
-  bool backfilled = false;  // started while another job held a reservation
-  int reservations = 0;     // passes in which it held the reservation
+  bool backfilled = false;        // started while another job held a reservation
+  int reservations = 0;           // passes in which it held the reservation
   int64_t reserved_start_s = -1;  // the first reservation's start time
 };
 
@@ -78,11 +78,11 @@ struct DynamicRunResult {
   std::vector<DynamicSample> samples;
   std::vector<JobOutcome> jobs;  // one per workload job, same order
   int never_ran = 0;
-  int preemptions = 0;      // plans applied
+  int preemptions = 0;  // plans applied
   int evicted_pods = 0;
   int backfilled_jobs = 0;
-  int defrag_runs = 0;      // planner invocations
-  int defrag_moves = 0;     // pods moved by them
+  int defrag_runs = 0;   // planner invocations
+  int defrag_moves = 0;  // pods moved by them
   int64_t start_s = 0, end_s = 0;
   double mean_alloc_pct = 0;  // time-weighted over [start_s, end_s]
   double wall_seconds = 0;

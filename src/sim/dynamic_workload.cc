@@ -1,8 +1,8 @@
 #include "sim/dynamic_workload.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 #include <stdexcept>
 
 #include "model/gpu_catalog.h"
@@ -55,7 +55,8 @@ DynamicWorkload jobs_from_openb(const std::vector<TracePod>& pods) {
 }
 
 DynamicWorkload generate_gang_workload(const GangWorkloadOptions& o) {
-  if (o.shapes.empty() || o.priorities.empty()) throw std::invalid_argument("gang workload: empty shape or priority table");
+  if (o.shapes.empty() || o.priorities.empty())
+    throw std::invalid_argument("gang workload: empty shape or priority table");
   if (!(o.mean_interarrival_s > 0)) throw std::invalid_argument("gang workload: mean interarrival must be > 0");
   if (!(o.max_overestimate >= 1)) throw std::invalid_argument("gang workload: max overestimate must be >= 1");
   Rng rng(o.seed);
@@ -63,7 +64,8 @@ DynamicWorkload generate_gang_workload(const GangWorkloadOptions& o) {
   double t = 0;
   for (int i = 0; i < o.jobs; ++i) {
     t += -std::log(1.0 - rng.unit()) * o.mean_interarrival_s;
-    const GangShape& shape = o.shapes[pick_weighted<GangShape>(rng, o.shapes, [](const GangShape& s) { return s.weight; })];
+    const GangShape& shape =
+        o.shapes[pick_weighted<GangShape>(rng, o.shapes, [](const GangShape& s) { return s.weight; })];
     const auto& prio = o.priorities[pick_weighted<std::pair<int, double>>(
         rng, o.priorities, [](const std::pair<int, double>& p) { return p.second; })];
     // Log-normal runtime by Box-Muller.

@@ -44,8 +44,8 @@ std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
   if (spec.policies.empty() || spec.seeds.empty()) throw std::invalid_argument("no policy or no seed to run");
   if (spec.node_rank && spec.node_rank->size() != spec.nodes.size())
     throw std::invalid_argument("node rank table does not cover every node");
-  auto target = std::make_shared<const TargetWorkload>(
-      TargetWorkload::from_requests(spec.trace.requests, spec.trace.model_keys));
+  auto target =
+      std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(spec.trace.requests, spec.trace.model_keys));
   for (const auto& p : spec.policies) make_policy(p, {0, target});  // validate names up front
   if (spec.defrag) {
     check_defrag_method(spec.defrag->method);

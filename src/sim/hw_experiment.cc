@@ -13,9 +13,12 @@ namespace gpupack {
 
 std::string_view to_string(HwClusterMode m) {
   switch (m) {
-    case HwClusterMode::kMig: return "mig";
-    case HwClusterMode::kMps: return "mps";
-    case HwClusterMode::kMixed: return "mixed";
+    case HwClusterMode::kMig:
+      return "mig";
+    case HwClusterMode::kMps:
+      return "mps";
+    case HwClusterMode::kMixed:
+      return "mixed";
   }
   return "unknown";
 }

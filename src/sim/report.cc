@@ -8,8 +8,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "util/files.h"
 #include <stdexcept>
+#include "util/files.h"
 
 namespace gpupack {
 namespace {
@@ -79,10 +79,10 @@ std::string format_defrag_table(const std::vector<PolicySummary>& summary) {
 }
 
 std::string format_comparison_table(const std::vector<PolicySummary>& summary) {
-  std::string out = fmt::format("{:<14} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9}\n", "policy", "seeds",
-                                "@90%", "@100%", "@110%", "@130%", "frag@130", "failed", "wall s");
-  out += fmt::format("{:<14} {:>6} {:>31} {:>8} {:>9} {:>9}\n", "", "", "GPU allocation % at arrived", "%",
-                     "pods", "per run");
+  std::string out = fmt::format("{:<14} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9}\n", "policy", "seeds", "@90%",
+                                "@100%", "@110%", "@130%", "frag@130", "failed", "wall s");
+  out += fmt::format("{:<14} {:>6} {:>31} {:>8} {:>9} {:>9}\n", "", "", "GPU allocation % at arrived", "%", "pods",
+                     "per run");
   size_t best = 0;
   for (size_t i = 1; i < summary.size(); ++i)
     if (at(summary[i].mean.alloc_pct, 130) > at(summary[best].mean.alloc_pct, 130)) best = i;
@@ -90,8 +90,8 @@ std::string format_comparison_table(const std::vector<PolicySummary>& summary) {
     const PolicySummary& s = summary[i];
     out += fmt::format("{:<14} {:>6} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>8.2f} {:>9.1f} {:>9.3f}{}\n", s.policy,
                        s.seeds, at(s.mean.alloc_pct, 90), at(s.mean.alloc_pct, 100), at(s.mean.alloc_pct, 110),
-                       at(s.mean.alloc_pct, 130), at(s.mean.frag_pct, 130), s.mean_failed_pods,
-                       s.mean_wall_seconds, i == best && summary.size() > 1 ? "  <- best" : "");
+                       at(s.mean.alloc_pct, 130), at(s.mean.frag_pct, 130), s.mean_failed_pods, s.mean_wall_seconds,
+                       i == best && summary.size() > 1 ? "  <- best" : "");
   }
   return out;
 }
@@ -171,9 +171,8 @@ namespace {
 
 // One chart panel: x = arrived % in [x_lo, x_hi], y = allocation % in
 // [y_lo, y_hi], one polyline per policy.
-std::string svg_panel(const std::vector<PolicySummary>& summary, double left, double top, double width,
-                      double height, int x_lo, int x_hi, int x_step, int y_lo, int y_hi, int y_step,
-                      const std::string& caption) {
+std::string svg_panel(const std::vector<PolicySummary>& summary, double left, double top, double width, double height,
+                      int x_lo, int x_hi, int x_step, int y_lo, int y_hi, int y_step, const std::string& caption) {
   static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   auto x = [&](double pct) { return left + (pct - x_lo) / (x_hi - x_lo) * width; };
@@ -204,8 +203,8 @@ std::string svg_panel(const std::vector<PolicySummary>& summary, double left, do
       if (!std::isnan(v)) points += fmt::format("{:.1f},{:.1f} ", x(k), y(v));
     }
     svg += fmt::format(
-        "<polyline clip-path=\"url(#clip{})\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
-        left, kColors[i % std::size(kColors)], points);
+        "<polyline clip-path=\"url(#clip{})\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", left,
+        kColors[i % std::size(kColors)], points);
   }
   return svg;
 }
@@ -252,8 +251,7 @@ void write_allocation_svg(const std::string& path, const std::vector<PolicySumma
 }
 
 void write_placements_csv(const std::string& path, const std::vector<StaticRunResult>& runs,
-                          const std::vector<std::string>& node_names,
-                          const std::vector<std::string>& arrival_pods) {
+                          const std::vector<std::string>& node_names, const std::vector<std::string>& arrival_pods) {
   auto out = open_output(path);
   out << "policy,idx,pod,node,gpus\n";
   for (const StaticRunResult& r : runs) {

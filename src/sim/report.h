@@ -19,7 +19,7 @@ namespace gpupack {
 struct PolicySummary {
   std::string policy;
   int seeds = 0;
-  Curve mean;                    // over seeds
+  Curve mean;  // over seeds
   double mean_failed_pods = 0;
   double mean_arrivals = 0;
   double mean_wall_seconds = 0;
@@ -48,12 +48,10 @@ void write_curves_csv(const std::string& path, const std::vector<StaticRunResult
 void write_summary_json(const std::string& path, const std::vector<StaticRunResult>& runs,
                         const std::vector<PolicySummary>& summary, const std::string& cluster_label,
                         const std::string& workload_label, double tune);
-void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary,
-                          const std::string& title);
+void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary, const std::string& title);
 // One row per arrival: policy,idx,pod,node,gpus (GPU indices joined by '|';
 // node empty for a failed pod). `arrival_pods[i]` names arrival i.
 void write_placements_csv(const std::string& path, const std::vector<StaticRunResult>& runs,
-                          const std::vector<std::string>& node_names,
-                          const std::vector<std::string>& arrival_pods);
+                          const std::vector<std::string>& node_names, const std::vector<std::string>& arrival_pods);
 
 }  // namespace gpupack

@@ -32,7 +32,7 @@ struct StaticDefragSpec {
 
 struct StaticDefragResult {
   std::string method;
-  int running_pods = 0;   // bound when the arrivals ended
+  int running_pods = 0;  // bound when the arrivals ended
   int max_moves = 0;
   int moves = 0;
   int failed_pods = 0;    // before defragmentation

@@ -8,8 +8,8 @@
 
 namespace gpupack {
 
-std::vector<int32_t> sample_static_arrivals(std::span<const Request> sorted_trace, int64_t capacity_milli,
-                                            double tune, uint64_t seed) {
+std::vector<int32_t> sample_static_arrivals(std::span<const Request> sorted_trace, int64_t capacity_milli, double tune,
+                                            uint64_t seed) {
   Rng rng(seed);
   std::vector<int32_t> order(sorted_trace.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);

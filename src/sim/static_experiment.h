@@ -31,8 +31,8 @@
 
 namespace gpupack {
 
-std::vector<int32_t> sample_static_arrivals(std::span<const Request> sorted_trace, int64_t capacity_milli,
-                                            double tune, uint64_t seed);
+std::vector<int32_t> sample_static_arrivals(std::span<const Request> sorted_trace, int64_t capacity_milli, double tune,
+                                            uint64_t seed);
 
 struct StaticStep {
   int64_t arrived_milli = 0;
@@ -44,8 +44,8 @@ struct StaticRunResult {
   std::string policy;
   uint64_t seed = 0;
   int64_t capacity_milli = 0;
-  std::vector<StaticStep> steps;         // one per arrival
-  std::vector<Assignment> placements;    // one per arrival; node kNoNode = failed
+  std::vector<StaticStep> steps;       // one per arrival
+  std::vector<Assignment> placements;  // one per arrival; node kNoNode = failed
   int failed_pods = 0;
   double wall_seconds = 0;
   std::optional<StaticDefragResult> defrag;  // set when the run defragmented after its arrivals

@@ -22,9 +22,8 @@ struct NodeType {
 
 // Shares of the openb GPU nodes by shape (1,213 nodes), rounded.
 constexpr NodeType kNodeTypes[] = {
-    {0.45, 96000, 393216, 8, "G2"},     {0.32, 104000, 524288, 2, "T4"},
-    {0.10, 16000, 122880, 2, "P100"},   {0.04, 128000, 786432, 8, "G3"},
-    {0.03, 32000, 131072, 4, "V100M16"}, {0.02, 64000, 262144, 2, "P100"},
+    {0.45, 96000, 393216, 8, "G2"},      {0.32, 104000, 524288, 2, "T4"},     {0.10, 16000, 122880, 2, "P100"},
+    {0.04, 128000, 786432, 8, "G3"},     {0.03, 32000, 131072, 4, "V100M16"}, {0.02, 64000, 262144, 2, "P100"},
     {0.02, 96000, 786432, 8, "V100M32"}, {0.02, 8000, 32768, 1, "V100M16"},
 };
 
@@ -80,9 +79,8 @@ std::vector<NodeSpec> synthetic_nodes(const SyntheticOptions& options) {
   int made = 0;
   for (size_t t = 0; t < std::size(kNodeTypes); ++t) {
     const NodeType& type = kNodeTypes[t];
-    const int count = t + 1 == std::size(kNodeTypes)
-                          ? options.node_count - made
-                          : static_cast<int>(std::lround(type.share * options.node_count));
+    const int count = t + 1 == std::size(kNodeTypes) ? options.node_count - made
+                                                     : static_cast<int>(std::lround(type.share * options.node_count));
     for (int i = 0; i < count && made < options.node_count; ++i, ++made) {
       nodes.push_back({fmt::format("synth-node-{:05d}", made), type.cpu_milli, type.memory_mib, type.gpus,
                        *GpuCatalog::builtin().find(type.model)});

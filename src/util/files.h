@@ -33,7 +33,7 @@
 
 namespace gpupack {
 
-inline constexpr std::uint64_t kDefaultMaxInputBytes = std::uint64_t{1} << 30;      // 1 GiB
+inline constexpr std::uint64_t kDefaultMaxInputBytes = std::uint64_t{1} << 30;       // 1 GiB
 inline constexpr std::uint64_t kDefaultMaxYamlInputBytes = std::uint64_t{64} << 20;  // 64 MiB
 
 std::uint64_t max_input_bytes();

@@ -8,7 +8,8 @@ namespace gpupack {
 namespace {
 
 DepthExcess excess_at(std::string_view text, size_t byte) {
-  return {byte, 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'))};
+  return {byte,
+          1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'))};
 }
 
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
@@ -42,9 +43,9 @@ std::optional<DepthExcess> find_json_depth_over(std::string_view text, int max_d
 
 std::optional<DepthExcess> find_yaml_depth_over(std::string_view text, int max_depth) {
   const size_t n = text.size();
-  int flow = 0;                // open [ and { collections
-  int line_blocks = 0;         // "- " and "? " indicators opening the current line
-  bool only_indicators = true; // nothing but such indicators so far on this line
+  int flow = 0;                 // open [ and { collections
+  int line_blocks = 0;          // "- " and "? " indicators opening the current line
+  bool only_indicators = true;  // nothing but such indicators so far on this line
   size_t line_indent = 0;
   char prev = '\n';  // last token character; '\n' at the start of a block-context line
   auto token_start = [&] {
@@ -100,7 +101,9 @@ std::optional<DepthExcess> find_yaml_depth_over(std::string_view text, int max_d
       continue;
     }
     if ((c == '&' || c == '!') && at_token) {  // anchor or tag: the node follows
-      while (i < n && !blank(text[i]) && text[i] != '\n' && !(flow > 0 && (text[i] == ',' || text[i] == ']' || text[i] == '}'))) ++i;
+      while (i < n && !blank(text[i]) && text[i] != '\n' &&
+             !(flow > 0 && (text[i] == ',' || text[i] == ']' || text[i] == '}')))
+        ++i;
       continue;
     }
     if ((c == '[' || c == '{') && (flow > 0 || at_token)) {

@@ -39,10 +39,18 @@ std::string escape_prefix(std::string_view text, size_t limit, bool* all) {
     char esc[4] = {'\\', 0, 0, 0};
     size_t n = 2;
     switch (c) {
-      case '\n': esc[1] = 'n'; break;
-      case '\r': esc[1] = 'r'; break;
-      case '\t': esc[1] = 't'; break;
-      case '\\': esc[1] = '\\'; break;
+      case '\n':
+        esc[1] = 'n';
+        break;
+      case '\r':
+        esc[1] = 'r';
+        break;
+      case '\t':
+        esc[1] = 't';
+        break;
+      case '\\':
+        esc[1] = '\\';
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           esc[1] = 'x', esc[2] = kHex[c >> 4], esc[3] = kHex[c & 15], n = 4;

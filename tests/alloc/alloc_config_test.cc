@@ -18,8 +18,9 @@ TEST(AllocConfig, EmptyStringGivesDefaults) {
 }
 
 TEST(AllocConfig, ParsesCommonKeysAndIgnoresSpaces) {
-  AllocConfig c = parse_alloc_conf(" expandable_segments : True , max_split_size_mb:128,"
-                                   "garbage_collection_threshold:0.6,per_process_memory_fraction:0.5");
+  AllocConfig c = parse_alloc_conf(
+      " expandable_segments : True , max_split_size_mb:128,"
+      "garbage_collection_threshold:0.6,per_process_memory_fraction:0.5");
   EXPECT_TRUE(c.expandable_segments);
   EXPECT_EQ(c.max_split_size_bytes, 128 * kMiB);
   EXPECT_DOUBLE_EQ(c.garbage_collection_threshold, 0.6);

@@ -123,7 +123,7 @@ TEST(Merge, FreedNeighboursMergeWithinASegmentOnly) {
   m.free(c);
   m.free(d);
   EXPECT_EQ(m.largest_free_block(), 20 * MiB);  // the whole segment again
-  BlockRef e = m.malloc(30 * MiB);             // never merges across segments
+  BlockRef e = m.malloc(30 * MiB);              // never merges across segments
   (void)e;
   EXPECT_EQ(m.stats().num_device_alloc, 2u);
 }
@@ -305,7 +305,7 @@ TEST(Expandable, GrowsOneRangeByPagesAndReusesTheFreedTail) {
   CachingAllocatorModel m(conf("expandable_segments:True"), 80 * kGiB);
   BlockRef a = m.malloc(30 * MiB);
   EXPECT_EQ(m.stats().reserved_bytes, 40 * MiB);  // two 20 MiB pages
-  BlockRef b = m.malloc(30 * MiB);                 // 10 MiB free + one more page
+  BlockRef b = m.malloc(30 * MiB);                // 10 MiB free + one more page
   EXPECT_EQ(m.stats().reserved_bytes, 60 * MiB);
   EXPECT_EQ(CachingAllocatorModel::view(b).addr, CachingAllocatorModel::view(a).addr + 30 * MiB);
   EXPECT_EQ(CachingAllocatorModel::view(b).segment_base, CachingAllocatorModel::view(a).segment_base);
@@ -377,7 +377,7 @@ TEST(Expandable, RequestAboveTheCapIsAnOomNotACrash) {
   EXPECT_EQ(m.stats().num_ooms, 1u);
   EXPECT_NE(m.malloc(90 * MiB), nullptr);  // five 20 MiB pages: exactly the cap
   EXPECT_EQ(m.stats().reserved_bytes, 100 * MiB);
-  EXPECT_EQ(m.malloc(512), nullptr);       // a small page no longer fits
+  EXPECT_EQ(m.malloc(512), nullptr);  // a small page no longer fits
   EXPECT_EQ(m.stats().num_ooms, 2u);
 }
 

@@ -75,16 +75,19 @@ TEST(AllocsimCli, BadTraceLineIsNamed) {
 TEST(AllocsimCli, ComparesConfigsAndWritesSeries) {
   const auto dir = std::filesystem::temp_directory_path() / "gpupack_allocsim_cli_out";
   std::filesystem::remove_all(dir);
-  CmdResult r = run("allocsim --generate inference --seed 3 --steps 300 --config default --config expandable_segments:True "
-              "--out " + dir.string());
+  CmdResult r =
+      run("allocsim --generate inference --seed 3 --steps 300 --config default --config expandable_segments:True "
+          "--out " +
+          dir.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("recommendation:"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("expandable_segments:True"), std::string::npos) << r.output;
   std::ifstream series(dir / "series.csv");
   std::string header;
   std::getline(series, header);
-  EXPECT_EQ(header, "config_index,config,event,time_us,allocated_bytes,reserved_bytes,fragmentation,"
-                    "largest_free_block_bytes,device_allocs,ooms");
+  EXPECT_EQ(header,
+            "config_index,config,event,time_us,allocated_bytes,reserved_bytes,fragmentation,"
+            "largest_free_block_bytes,device_allocs,ooms");
   EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));
   std::filesystem::remove_all(dir);
 }

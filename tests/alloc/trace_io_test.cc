@@ -57,10 +57,12 @@ TEST_F(TraceIo, CsvReadsEventsAndAssignsReusedSlots) {
 
 TEST_F(TraceIo, CsvErrorsNameFileLineAndField) {
   expect_error(write("a.csv", "time,action\n"), "a.csv:1: expected the header");
-  expect_error(write("b.csv", "time_us,action,id,size_bytes,stream\n0,alloc,1,-5,0\n"), "b.csv:2: field size_bytes: '-5'");
+  expect_error(write("b.csv", "time_us,action,id,size_bytes,stream\n0,alloc,1,-5,0\n"),
+               "b.csv:2: field size_bytes: '-5'");
   expect_error(write("c.csv", "time_us,action,id,size_bytes,stream\n0,alloc,1,5,0\n1,alloc,1,5,0\n"),
                "c.csv:3: id 1 allocated again while still live");
-  expect_error(write("d.csv", "time_us,action,id,size_bytes,stream\n\n0,free,7,,0\n"), "d.csv:3: free of id 7 that is not live");
+  expect_error(write("d.csv", "time_us,action,id,size_bytes,stream\n\n0,free,7,,0\n"),
+               "d.csv:3: free of id 7 that is not live");
   expect_error(write("e.csv", "time_us,action,id,size_bytes,stream\n0,alloc,1,5\n"), "e.csv:2: expected 5 fields");
 }
 

@@ -26,8 +26,10 @@ bool same_events(const Trace& a, const Trace& b) {
 std::pair<std::size_t, std::uint64_t> live_at_end(const Trace& t) {
   std::map<std::uint64_t, std::uint64_t> live;
   for (const auto& e : t.events) {
-    if (e.action == TraceAction::kAlloc) live[e.id] = e.size_bytes;
-    else live.erase(e.id);
+    if (e.action == TraceAction::kAlloc)
+      live[e.id] = e.size_bytes;
+    else
+      live.erase(e.id);
   }
   std::uint64_t bytes = 0;
   for (auto& [id, size] : live) bytes += size;

@@ -32,7 +32,8 @@ Snapshot make_snapshot() {
   Snapshot s;
   int pod_no = 0;
   std::string dcgm = "# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).\n# TYPE DCGM_FI_DEV_FB_USED gauge\n";
-  std::string free_lines = "# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).\n# TYPE DCGM_FI_DEV_FB_FREE gauge\n";
+  std::string free_lines =
+      "# HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).\n# TYPE DCGM_FI_DEV_FB_FREE gauge\n";
   for (int i = 0; i < 100; ++i) {
     const bool a100 = i < 60;
     NodeShape n{(a100 ? "a100-" : "t4-") + std::to_string(a100 ? i : i - 60)};
@@ -40,31 +41,39 @@ Snapshot make_snapshot() {
     s.nodes.push_back(testing::node_json(n));
     const int busy = i % 3 == 0 ? n.gpus : n.gpus / 2;  // whole GPUs in use
     for (int g = 0; g < busy; ++g) {
-      PodShape p{.name = "train-" + std::to_string(pod_no++), .cpu = "2", .memory = "8Gi", .gpus = 1, .node = n.name,
+      PodShape p{.name = "train-" + std::to_string(pod_no++),
+                 .cpu = "2",
+                 .memory = "8Gi",
+                 .gpus = 1,
+                 .node = n.name,
                  .assigned = n.name + ":" + std::to_string(g)};
       s.pods.push_back(testing::pod_json(p));
     }
   }
   // a100-7 has busy = 4 (GPUs 0..3); plant on GPUs 5 and 6.
-  s.pods.push_back(testing::pod_json({.name = "tiny-left", .gpu_milli = 900, .node = "a100-7", .assigned = "a100-7:5@900"}));
-  s.pods.push_back(testing::pod_json({.name = "mem-hog", .gpu_milli = 500, .gpu_memory_mib = 78000, .node = "a100-7",
-                                      .assigned = "a100-7:6@500"}));
+  s.pods.push_back(
+      testing::pod_json({.name = "tiny-left", .gpu_milli = 900, .node = "a100-7", .assigned = "a100-7:5@900"}));
+  s.pods.push_back(testing::pod_json(
+      {.name = "mem-hog", .gpu_milli = 500, .gpu_memory_mib = 78000, .node = "a100-7", .assigned = "a100-7:6@500"}));
   // The over-sized request, on a100-8 GPU 4 (free before).
-  s.pods.push_back(testing::pod_json({.name = "bert-serve-0", .gpu_milli = 500, .gpu_memory_mib = 40000,
-                                      .node = "a100-8", .assigned = "a100-8:4@500",
+  s.pods.push_back(testing::pod_json({.name = "bert-serve-0",
+                                      .gpu_milli = 500,
+                                      .gpu_memory_mib = 40000,
+                                      .node = "a100-8",
+                                      .assigned = "a100-8:4@500",
                                       .labels = {{"app", "bert-serve"}}}));
   // A right-sized one for contrast.
   s.pods.push_back(testing::pod_json({.name = "llm-0", .gpus = 1, .node = "a100-10", .assigned = "a100-10:4"}));
   // Pending pods: half-GPU with 20,000 MiB, and whole GPUs.
   for (int k = 0; k < 3; ++k)
-    s.pods.push_back(testing::pod_json({.name = "pending-half-" + std::to_string(k), .gpu_milli = 500,
-                                        .gpu_memory_mib = 20000}));
+    s.pods.push_back(
+        testing::pod_json({.name = "pending-half-" + std::to_string(k), .gpu_milli = 500, .gpu_memory_mib = 20000}));
   s.pods.push_back(testing::pod_json({.name = "pending-whole", .gpus = 2}));
 
   auto line = [](const std::string& metric, const std::string& host, int gpu, const std::string& pod, double v) {
     std::string labels = "gpu=\"" + std::to_string(gpu) + "\",UUID=\"GPU-" + host + "-" + std::to_string(gpu) +
-                         "\",device=\"nvidia" + std::to_string(gpu) + "\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"" +
-                         host + "\"";
+                         "\",device=\"nvidia" + std::to_string(gpu) +
+                         "\",modelName=\"NVIDIA A100-SXM4-80GB\",Hostname=\"" + host + "\"";
     if (!pod.empty()) labels += ",container=\"main\",namespace=\"ml\",pod=\"" + pod + "\"";
     return metric + "{" + labels + "} " + std::to_string(v) + "\n";
   };
@@ -105,8 +114,10 @@ TEST(Analyze, FindsPlantedStrandedMemoryAndOversizedRequest) {
 
   const RightSize* bert = nullptr;
   for (const RightSize& x : r.right_size) {
-    if (x.pod == "bert-serve-0") bert = &x;
-    else EXPECT_NE(x.advice, "over-sized") << x.pod;
+    if (x.pod == "bert-serve-0")
+      bert = &x;
+    else
+      EXPECT_NE(x.advice, "over-sized") << x.pod;
   }
   ASSERT_NE(bert, nullptr);
   EXPECT_EQ(bert->advice, "over-sized");
@@ -143,8 +154,10 @@ TEST(Analyze, CliWritesTextAndJson) {
   EXPECT_TRUE(found);
   // A malformed input fails with the file named and a non-zero exit.
   std::ofstream(dir + "/an_bad.json") << "{\"items\": [42]}";
-  FILE* p = popen((std::string(GPUPACK_BINARY) + " analyze --nodes " + dir + "/an_bad.json --pods " + dir +
-                   "/an_pods.json 2>&1").c_str(), "r");
+  FILE* p = popen(
+      (std::string(GPUPACK_BINARY) + " analyze --nodes " + dir + "/an_bad.json --pods " + dir + "/an_pods.json 2>&1")
+          .c_str(),
+      "r");
   char buf[4096];
   std::string out;
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);

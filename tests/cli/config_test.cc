@@ -2,10 +2,10 @@
 // the schema checkers and fails cleanly on bad flags.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -43,7 +43,9 @@ TEST(ConfigCommand, WritesCheckedDocuments) {
   std::string t = (dir / "sharing.yaml").string();
   std::string d = (dir / "desched.yaml").string();
   ASSERT_EQ(run("config scheduler --weight 3 --managed-resource nvidia.com/gpu -o " + s), 0);
-  ASSERT_EQ(run("config mig --name all-balanced --layout 1g.10gb=2,2g.20gb=1,3g.40gb=1 --device-filter 0x233010DE -o " + m), 0);
+  ASSERT_EQ(
+      run("config mig --name all-balanced --layout 1g.10gb=2,2g.20gb=1,3g.40gb=1 --device-filter 0x233010DE -o " + m),
+      0);
   ASSERT_EQ(run("config sharing --replicas 4 --resource nvidia.com/gpu --resource nvidia.com/mig-1g.10gb -o " + t), 0);
   ASSERT_EQ(run("config descheduler --strategy low --gpu-threshold 30 --gpu-target 70 -o " + d), 0);
   YAML::Node sched = YAML::LoadFile(s);
@@ -64,7 +66,6 @@ TEST(ConfigCommand, WritesCheckedDocuments) {
   EXPECT_FALSE(fs::exists(bad));
   fs::remove_all(dir);
 }
-
 
 // `config mig` refuses layouts no GPU (or not the given model) can hold, and
 // enables MIG on the layouts it writes.
@@ -92,7 +93,9 @@ TEST(ConfigCommand, MigLayoutsAreCheckedAgainstTheGeometry) {
   ASSERT_EQ(run("config mig --name mine --layout 3g.40gb=2,1g.10gb=1 -o " + out), 0);
   // With the model: the layout and the model's PCI ids as device-filter.
   ASSERT_EQ(run("config mig --name mine --gpu-model A100-80GB --layout 1g.10gb=2,2g.20gb=1,3g.40gb=1 "
-                "--layout disabled -o " + out), 0);
+                "--layout disabled -o " +
+                out),
+            0);
   const std::string text = slurp(out);
   EXPECT_TRUE(validate_mig_parted_config(text).empty()) << text;
   const MigPartedConfig cfg = parse_mig_parted_config(text);

@@ -1,6 +1,6 @@
 // End-to-end: simulate with --cluster/--workload, mig-plan, hw-experiment.
-#include "support/cli_runner.h"
 #include <gtest/gtest.h>
+#include "support/cli_runner.h"
 
 #include <array>
 #include <cstdio>
@@ -12,15 +12,15 @@
 
 namespace {
 
-using gpupack::testing::RunResult;
 using gpupack::testing::run_gpupack;
+using gpupack::testing::RunResult;
 
 const std::string kEx = std::string(GPUPACK_SOURCE_DIR) + "/examples/hardware/";
 
 TEST(HwCli, SimulateAcceptsClusterYamlAndWorkloadFiles) {
   for (const char* w : {"workload.yaml", "workload.csv"}) {
     const RunResult r = run_gpupack("simulate --cluster " + kEx + "cluster.yaml --workload " + kEx + w +
-                            " --policy fgd,bestfit,firstfit --tune 0.5 --quiet --threads 1");
+                                    " --policy fgd,bestfit,firstfit --tune 0.5 --quiet --threads 1");
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("fgd"), std::string::npos) << r.output;
   }
@@ -42,8 +42,8 @@ TEST(HwCli, MigPlanWritesAValidConfigAndLabels) {
   const auto dir = std::filesystem::temp_directory_path() / "gpupack_hw_cli";
   std::filesystem::create_directories(dir);
   const std::string cfg = (dir / "mig.yaml").string(), labels = (dir / "labels.txt").string();
-  const RunResult r = run_gpupack("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx + "demand.yaml --config-out " +
-                          cfg + " --labels-out " + labels);
+  const RunResult r = run_gpupack("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx +
+                                  "demand.yaml --config-out " + cfg + " --labels-out " + labels);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("GPUs changed"), std::string::npos) << r.output;
   std::stringstream yaml, lab;

@@ -73,8 +73,8 @@ TEST(ServeCli, RestartAfterKillKeepsEveryAssignment) {
   std::vector<json> nodes = {testing::node_json({"n0"}), testing::node_json({"n1", "Tesla-T4", 4, "32", "128Gi"})};
   std::vector<json> pods;
   for (int i = 0; i < 8; ++i)
-    pods.push_back(testing::pod_json({.name = "p" + std::to_string(i), .gpus = i % 2 ? 0 : 1,
-                                      .gpu_milli = i % 2 ? 300 : 0}));
+    pods.push_back(
+        testing::pod_json({.name = "p" + std::to_string(i), .gpus = i % 2 ? 0 : 1, .gpu_milli = i % 2 ? 300 : 0}));
   std::ofstream(dir + "/sv_nodes.json") << testing::list_json(nodes).dump();
   std::ofstream(dir + "/sv_pods.json") << testing::list_json(pods).dump();
   const std::string out = dir + "/sv_pods_out.json", port_file = dir + "/sv_port";
@@ -91,7 +91,9 @@ TEST(ServeCli, RestartAfterKillKeepsEveryAssignment) {
       auto f = c.Post("/gpupack/filter", args.dump(), "application/json");
       ASSERT_TRUE(f);
       ASSERT_EQ(f->status, 200);
-      json b = {{"PodName", "p" + std::to_string(i)}, {"PodNamespace", "ml"}, {"PodUID", "uid-p" + std::to_string(i)},
+      json b = {{"PodName", "p" + std::to_string(i)},
+                {"PodNamespace", "ml"},
+                {"PodUID", "uid-p" + std::to_string(i)},
                 {"Node", i < 4 ? "n0" : "n1"}};
       auto r = c.Post("/gpupack/bind", b.dump(), "application/json");
       ASSERT_EQ(json::parse(r->body)["Error"], "") << r->body;
@@ -108,9 +110,9 @@ TEST(ServeCli, RestartAfterKillKeepsEveryAssignment) {
     s.kill9();
   }
   ASSERT_NE(first.find("gpupack_gpu_allocated_milli{node=\"n1\""), std::string::npos);
-  ServeProcess again({"serve", "--nodes", dir + "/sv_nodes.json", "--pods", out, "--listen", "127.0.0.1:0",
-                      "--port-file", port_file},
-                     port_file);
+  ServeProcess again(
+      {"serve", "--nodes", dir + "/sv_nodes.json", "--pods", out, "--listen", "127.0.0.1:0", "--port-file", port_file},
+      port_file);
   ASSERT_GT(again.port, 0);
   EXPECT_EQ(allocation_lines(again.port), first);
 }

@@ -1,7 +1,7 @@
 // End-to-end: the gpupack binary's simulate command.
-#include "support/cli_runner.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include "support/cli_runner.h"
 
 #include <array>
 #include <cstdio>
@@ -15,10 +15,10 @@
 namespace {
 
 using gpupack::policy_names;
-using gpupack::testing::RunResult;
-using gpupack::testing::run_gpupack;
 using gpupack::testing::fresh_temp_dir;
 using gpupack::testing::read_file;
+using gpupack::testing::run_gpupack;
+using gpupack::testing::RunResult;
 
 TEST(SimulateCli, SyntheticDefaultComparesEveryPolicyAndWritesTheReport) {
   const std::string out = fresh_temp_dir("cli_synthetic");
@@ -45,11 +45,13 @@ TEST(SimulateCli, SyntheticDefaultComparesEveryPolicyAndWritesTheReport) {
 TEST(SimulateCli, ReplaysAnOrderWithNodeRanksAndWritesPlacements) {
   const std::string dir = fresh_temp_dir("cli_replay");
   std::ofstream(dir + "/nodes.csv") << "sn,cpu_milli,memory_mib,gpu,model\nn1,8000,1000,1,T4\nn2,8000,1000,1,T4\n";
-  std::ofstream(dir + "/pods.csv") << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,1,600\np2,1000,10,1,600\n";
+  std::ofstream(dir + "/pods.csv")
+      << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,1,600\np2,1000,10,1,600\n";
   std::ofstream(dir + "/order.csv") << "idx,pod\n0,p2\n1,p1\n2,p1\n";
   std::ofstream(dir + "/rank.csv") << "node,rank\nn1,1\nn2,0\n";
-  const RunResult r = run_gpupack("simulate --nodes " + dir + "/nodes.csv --pods " + dir + "/pods.csv --policy firstfit --order " +
-                          dir + "/order.csv --node-rank " + dir + "/rank.csv --out " + dir + "/out --quiet");
+  const RunResult r =
+      run_gpupack("simulate --nodes " + dir + "/nodes.csv --pods " + dir + "/pods.csv --policy firstfit --order " +
+                  dir + "/order.csv --node-rank " + dir + "/rank.csv --out " + dir + "/out --quiet");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_file(dir + "/out/placements.csv"),
             "policy,idx,pod,node,gpus\nfirstfit,0,p2,n2,0\nfirstfit,1,p1,n1,0\nfirstfit,2,p1,,\n");

@@ -1,8 +1,8 @@
 // End-to-end: `gpupack simulate --mode dynamic` on a generated gang workload
 // and on a small openb-format trace with creation/deletion times.
-#include "support/cli_runner.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include "support/cli_runner.h"
 
 #include <array>
 #include <cstdio>
@@ -13,10 +13,10 @@
 
 namespace {
 
-using gpupack::testing::RunResult;
-using gpupack::testing::run_gpupack;
 using gpupack::testing::fresh_temp_dir;
 using gpupack::testing::read_file;
+using gpupack::testing::run_gpupack;
+using gpupack::testing::RunResult;
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -48,7 +48,8 @@ TEST(SimulateDynamicCli, GeneratedGangsWithBackfillWriteSeriesSummaryAndChart) {
 
 TEST(SimulateDynamicCli, EverySeedIsRun) {
   const std::string out = fresh_temp_dir("dyn_cli_seeds");
-  const RunResult r = run_gpupack("simulate --mode dynamic --jobs 40 --gang-nodes 8 --policy fgd,firstfit --seeds 5-7 --out " + out);
+  const RunResult r =
+      run_gpupack("simulate --mode dynamic --jobs 40 --gang-nodes 8 --policy fgd,firstfit --seeds 5-7 --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto summary = read_json(out + "/summary.json");
   ASSERT_EQ(summary["runs"].size(), 6u);  // 2 policies x 3 seeds
@@ -66,7 +67,7 @@ TEST(SimulateDynamicCli, OpenbTimestampsDriveArrivalsAndDepartures) {
          "p1,1000,10,1,1000,,LS,Running,0,100,0\n"
          "p2,1000,10,1,1000,,LS,Running,10,50,10\n";
   const RunResult r = run_gpupack("simulate --mode dynamic --nodes " + dir + "/nodes.csv --pods " + dir +
-                          "/pods.csv --policy bestfit --out " + dir + "/out");
+                                  "/pods.csv --policy bestfit --out " + dir + "/out");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto run0 = read_json(dir + "/out/summary.json")["runs"][0];
   EXPECT_EQ(run0["never_ran"], 0);

@@ -1,7 +1,7 @@
 // End-to-end: simulate --defrag-budget / --save-state and gpupack defrag.
-#include "support/cli_runner.h"
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include "support/cli_runner.h"
 
 #include <array>
 #include <cstdio>
@@ -14,17 +14,19 @@
 
 namespace {
 
-using gpupack::testing::RunResult;
-using gpupack::testing::run_gpupack;
 using gpupack::testing::fresh_temp_dir;
 using gpupack::testing::read_file;
+using gpupack::testing::run_gpupack;
+using gpupack::testing::RunResult;
 
 using ::testing::HasSubstr;
 
 TEST(DefragCli, SimulateWithDefragBudgetReportsBeforeAndAfterPerRun) {
   const std::string out = fresh_temp_dir("defrag_cli_simulate");
-  const RunResult r = run_gpupack("simulate --synthetic-nodes 120 --policy fgd,bestfit --seeds 1-2 --defrag-budget 5% "
-                          "--save-state " + out + "/state.json --out " + out);
+  const RunResult r = run_gpupack(
+      "simulate --synthetic-nodes 120 --policy fgd,bestfit --seeds 1-2 --defrag-budget 5% "
+      "--save-state " +
+      out + "/state.json --out " + out);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("alloc %"));
   const auto j = nlohmann::json::parse(read_file(out + "/summary.json"));
@@ -50,7 +52,8 @@ TEST(DefragCli, SimulateWithDefragBudgetReportsBeforeAndAfterPerRun) {
   const auto list = nlohmann::json::parse(ev.output);
   EXPECT_EQ(list["kind"], "List");
   EXPECT_LE(list["items"].size(), 10u);
-  const RunResult js = run_gpupack("defrag --state " + out + "/state.json --goal free-gpus --max-moves 5 --format json");
+  const RunResult js =
+      run_gpupack("defrag --state " + out + "/state.json --goal free-gpus --max-moves 5 --format json");
   ASSERT_EQ(js.exit_code, 0) << js.output;
   const auto plan = nlohmann::json::parse(js.output);
   EXPECT_LE(plan["moves"].get<int>(), 5);

@@ -154,8 +154,7 @@ TEST(DefragPlanner, FragGoalLowersFgdFragmentation) {
 TEST(DefragPlanner, EveryPlanIsValidStepByStepOnRandomClusters) {
   int admitted = 0, moves = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
-    auto c = make_random_cluster(seed, 3 + static_cast<int>(seed % 5), 2 + static_cast<int>(seed % 3) * 2, 80, 4,
-                                 true);
+    auto c = make_random_cluster(seed, 3 + static_cast<int>(seed % 5), 2 + static_cast<int>(seed % 3) * 2, 80, 4, true);
     const ClusterState before = c.state;
     DefragBudget budget;
     budget.max_moves = static_cast<int>(seed % 7);

@@ -59,8 +59,9 @@ TEST(DefragSnapshot, BadInputNamesTheFieldAndValue) {
   };
   expect_error("{", "malformed JSON");
   expect_error(R"({"format":"other/v9",)" + nodes + R"(,"pods":[]})", "unknown format 'other/v9'");
-  expect_error(R"({"format":"gpupack-state/v1","nodes":[{"name":"a","cpu_milli":1,"memory_mib":1,"gpus":1,"gpu_model":"Z9"}],"pods":[]})",
-               "unknown GPU model 'Z9'");
+  expect_error(
+      R"({"format":"gpupack-state/v1","nodes":[{"name":"a","cpu_milli":1,"memory_mib":1,"gpus":1,"gpu_model":"Z9"}],"pods":[]})",
+      "unknown GPU model 'Z9'");
   const std::string pod = R"({"name":"p","cpu_milli":1000,"memory_mib":10,"gpu_count":1,"gpu_milli":500,)";
   expect_error(R"({"format":"gpupack-state/v1",)" + nodes + R"(,"pods":[)" + pod + R"("node":"b","gpus":[0]}]})",
                "pods[0].node: unknown node 'b'");
@@ -68,7 +69,8 @@ TEST(DefragSnapshot, BadInputNamesTheFieldAndValue) {
                "pods[0].gpus[0]: GPU 5 does not exist");
   expect_error(R"({"format":"gpupack-state/v1",)" + nodes + R"(,"pods":[)" + pod + R"("node":"a","gpus":[0,1]}]})",
                "2 GPUs listed for a pod of gpu_count 1");
-  expect_error(R"({"format":"gpupack-state/v1",)" + nodes + R"(,"pods":[{"name":"p","cpu_milli":9000,"memory_mib":10,"gpu_count":0,"node":"a","gpus":[]}]})",
+  expect_error(R"({"format":"gpupack-state/v1",)" + nodes +
+                   R"(,"pods":[{"name":"p","cpu_milli":9000,"memory_mib":10,"gpu_count":0,"node":"a","gpus":[]}]})",
                "does not fit where it is bound");
   expect_error(R"({"format":"gpupack-state/v1",)" + nodes + R"(,"pods":[)" + pod + R"("node":"a","gpus":[0]},)" + pod +
                    R"("node":"a","gpus":[1]}]})",

@@ -102,9 +102,9 @@ class Containerfile : public ::testing::Test {
 };
 
 TEST_F(Containerfile, UsesOnlyKnownInstructions) {
-  static const std::set<std::string> known = {"FROM", "RUN",   "CMD",        "LABEL",   "EXPOSE", "ENV",
-                                              "ADD",  "COPY",  "ENTRYPOINT", "VOLUME",  "USER",   "WORKDIR",
-                                              "ARG",  "STOPSIGNAL", "HEALTHCHECK", "SHELL", "ONBUILD"};
+  static const std::set<std::string> known = {"FROM", "RUN",        "CMD",         "LABEL",  "EXPOSE", "ENV",
+                                              "ADD",  "COPY",       "ENTRYPOINT",  "VOLUME", "USER",   "WORKDIR",
+                                              "ARG",  "STOPSIGNAL", "HEALTHCHECK", "SHELL",  "ONBUILD"};
   for (const auto& s : stages) {
     for (const auto& i : s.body) {
       EXPECT_TRUE(known.count(i.op)) << "line " << i.line << ": " << i.op;

@@ -97,7 +97,7 @@ const std::map<std::pair<std::string, std::string>, std::string> kApiCalls = {
     {{"GET", "/api/v1/pods"}, "/pods:list"},
     {{"WATCH", "/api/v1/nodes"}, "/nodes:watch"},
     {{"WATCH", "/api/v1/pods"}, "/pods:watch"},
-    {{"PATCH", "/api/v1/namespaces/{}/pods/{}"}, "/pods:patch"},             // gpupack.io/assigned-gpus
+    {{"PATCH", "/api/v1/namespaces/{}/pods/{}"}, "/pods:patch"},                  // gpupack.io/assigned-gpus
     {{"POST", "/api/v1/namespaces/{}/pods/{}/binding"}, "/pods/binding:create"},  // the bind verb
     // Not yet: the defrag executor's POST .../pods/{}/eviction -> "/pods/eviction:create".
 };
@@ -252,7 +252,8 @@ TEST(DeployManifests, OneSchedulerAndOneExtenderAtATime) {
   YAML::Node scheduler = find(docs, "Deployment", "gpupack-scheduler");
   ASSERT_TRUE(scheduler);
   const bool elects = str(le["leaderElect"]) == "true";
-  const bool single = str(scheduler["spec"]["replicas"]) == "1" && str(scheduler["spec"]["strategy"]["type"]) == "Recreate";
+  const bool single =
+      str(scheduler["spec"]["replicas"]) == "1" && str(scheduler["spec"]["strategy"]["type"]) == "Recreate";
   ASSERT_TRUE(elects || single) << "two kube-schedulers may run at once";
   if (elects) {
     EXPECT_EQ(str(le["resourceLock"]), "leases");
@@ -312,8 +313,8 @@ TEST(DeployManifests, NetworkPolicyAdmitsOnlyTheSchedulerAndPrometheus) {
     if (!peer["namespaceSelector"] && selects(peer["podSelector"], sched_labels)) {
       scheduler_rule = true;
       EXPECT_EQ(port, port_of["extender"]);
-    } else if (peer["namespaceSelector"] && str(peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"]) ==
-                                                "prometheus") {
+    } else if (peer["namespaceSelector"] &&
+               str(peer["podSelector"]["matchLabels"]["app.kubernetes.io/name"]) == "prometheus") {
       prometheus_rule = true;
       EXPECT_EQ(port, port_of["metrics"]);
       EXPECT_TRUE(peer["namespaceSelector"]["matchLabels"]) << "an empty namespaceSelector admits every namespace";
@@ -356,8 +357,8 @@ TEST(DeployManifests, SchedulerReachesTheExtenderThroughItsService) {
   YAML::Node svc = find(docs, "Service", m[1]);
   ASSERT_TRUE(svc) << m[1];
   EXPECT_EQ(str(svc["metadata"]["namespace"]), std::string(m[2]));
-  EXPECT_TRUE(selects(YAML::Load("{matchLabels: " + YAML::Dump(svc["spec"]["selector"]) + "}"),
-                      pod["metadata"]["labels"]));
+  EXPECT_TRUE(
+      selects(YAML::Load("{matchLabels: " + YAML::Dump(svc["spec"]["selector"]) + "}"), pod["metadata"]["labels"]));
   std::string target;
   for (const auto& p : svc["spec"]["ports"]) {
     if (str(p["port"]) == std::string(m[3])) target = str(p["targetPort"]);
@@ -399,14 +400,17 @@ std::set<std::string> exported_metrics() {
 // numbers, keywords and function calls.
 std::set<std::string> series_in(std::string e) {
   static const std::vector<std::regex> drop = {
-      std::regex(R"re("(\\.|[^"\\])*")re"),  std::regex(R"(\{[^}]*\})"), std::regex(R"(\[[^\]]*\])"),
+      std::regex(R"re("(\\.|[^"\\])*")re"),
+      std::regex(R"(\{[^}]*\})"),
+      std::regex(R"(\[[^\]]*\])"),
       std::regex(R"(\$\w+)"),
       std::regex(R"(\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\))"),
       std::regex(R"(\b(\d+(ms|[smhdwy]))+\b)"),  // durations (offset 5m, @ ... 1h30m)
       std::regex(R"(\b\d+(\.\d+)?([eE][+-]?\d+)?\b)")};
   for (const auto& r : drop) e = std::regex_replace(e, r, " ");
-  static const std::set<std::string> keywords = {"and", "or", "unless", "bool", "offset", "by", "without",
-                                                 "on", "ignoring", "group_left", "group_right", "inf", "nan"};
+  static const std::set<std::string> keywords = {"and",         "or",      "unless", "bool",     "offset",
+                                                 "by",          "without", "on",     "ignoring", "group_left",
+                                                 "group_right", "inf",     "nan"};
   std::set<std::string> out;
   const std::regex ident(R"([A-Za-z_:][A-Za-z0-9_:]*)");
   for (auto it = std::sregex_iterator(e.begin(), e.end(), ident); it != std::sregex_iterator(); ++it) {

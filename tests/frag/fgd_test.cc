@@ -40,7 +40,7 @@ TEST(FgdTargetWorkload, KeepsTheMostPopularClassesUpToCoverage) {
   std::vector<Request> reqs;
   for (int i = 0; i < 6; ++i) reqs.push_back({1000, 0, 1, 500, 0});  // 60%
   for (int i = 0; i < 3; ++i) reqs.push_back({2000, 0, 0, 0, 0});    // 30%
-  reqs.push_back({4000, 0, 1, 1000, 0});                              // 10%
+  reqs.push_back({4000, 0, 1, 1000, 0});                             // 10%
   const auto w = TargetWorkload::from_requests(reqs, {}, 0.85);
   ASSERT_EQ(w.classes.size(), 2u);  // 60% + 30% reaches 85%
   EXPECT_EQ(w.classes[0].gpu_milli, 500);

@@ -83,8 +83,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   round_trip(parse_extender_filter_result(body), [](const std::string& s) { return parse_extender_filter_result(s); });
   round_trip(parse_host_priority_list(body), [](const std::string& s) { return parse_host_priority_list(s); });
   round_trip(parse_extender_binding_args(body), [](const std::string& s) { return parse_extender_binding_args(s); });
-  round_trip(parse_extender_binding_result(body), [](const std::string& s) { return parse_extender_binding_result(s); });
-  round_trip(parse_extender_preemption_args(body), [](const std::string& s) { return parse_extender_preemption_args(s); });
+  round_trip(parse_extender_binding_result(body),
+             [](const std::string& s) { return parse_extender_binding_result(s); });
+  round_trip(parse_extender_preemption_args(body),
+             [](const std::string& s) { return parse_extender_preemption_args(s); });
   round_trip(parse_extender_preemption_result(body),
              [](const std::string& s) { return parse_extender_preemption_result(s); });
   try {

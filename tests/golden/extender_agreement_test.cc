@@ -31,7 +31,9 @@ TEST(ExtenderAgreement, PodByPodEqualsTheEngineInEveryLearningMode) {
   std::vector<json> nodes;
   std::vector<std::string> names;
   for (const NodeSpec& n : specs) {
-    nodes.push_back(testing::node_json({.name = n.name, .product = cat.spec(n.gpu_model).name, .gpus = n.gpu_count,
+    nodes.push_back(testing::node_json({.name = n.name,
+                                        .product = cat.spec(n.gpu_model).name,
+                                        .gpus = n.gpu_count,
                                         .cpu = std::to_string(n.cpu_milli) + "m",
                                         .memory = std::to_string(n.memory_mib) + "Mi"}));
     names.push_back(n.name);
@@ -40,13 +42,18 @@ TEST(ExtenderAgreement, PodByPodEqualsTheEngineInEveryLearningMode) {
   std::vector<Request> requests;
   for (const TracePod& t : trace) {
     const Request& r = t.request;
-    testing::PodShape p{.ns = "default", .name = t.name, .cpu = std::to_string(r.cpu_milli) + "m",
+    testing::PodShape p{.ns = "default",
+                        .name = t.name,
+                        .cpu = std::to_string(r.cpu_milli) + "m",
                         .memory = std::to_string(r.memory_mib) + "Mi"};
-    if (r.gpu_count > 0 && r.gpu_milli == kGpuMilliPerGpu) p.gpus = r.gpu_count;
-    else if (r.gpu_count > 0) p.gpu_milli = r.gpu_milli;
+    if (r.gpu_count > 0 && r.gpu_milli == kGpuMilliPerGpu)
+      p.gpus = r.gpu_count;
+    else if (r.gpu_count > 0)
+      p.gpu_milli = r.gpu_milli;
     std::string models;
     for (size_t m = 0; m < cat.size(); ++m)
-      if (r.allowed_models & model_bit(static_cast<GpuModelId>(m))) models += (models.empty() ? "" : ",") + cat.spec(static_cast<GpuModelId>(m)).name;
+      if (r.allowed_models & model_bit(static_cast<GpuModelId>(m)))
+        models += (models.empty() ? "" : ",") + cat.spec(static_cast<GpuModelId>(m)).name;
     p.models = models;
     pods.push_back(testing::pod_json(p));
     requests.push_back(parse_pod(pods.back()).request);

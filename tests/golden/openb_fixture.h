@@ -45,10 +45,9 @@ inline CurveTable load_curve_table(const std::string& rel) {
 
 // Paper policy names as the reference files spell them -> gpupack names.
 inline const std::map<std::string, std::string>& paper_policies() {
-  static const std::map<std::string, std::string> m = {{"Random", "random"},         {"DotProd", "dotprod"},
-                                                       {"GpuClustering", "gpuclustering"},
-                                                       {"GpuPacking", "gpupacking"}, {"BestFit", "bestfit"},
-                                                       {"FGD", "fgd"}};
+  static const std::map<std::string, std::string> m = {
+      {"Random", "random"},         {"DotProd", "dotprod"}, {"GpuClustering", "gpuclustering"},
+      {"GpuPacking", "gpupacking"}, {"BestFit", "bestfit"}, {"FGD", "fgd"}};
   return m;
 }
 

@@ -67,9 +67,7 @@ class OpenbSeed42Replay : public ::testing::Test {
 
 TEST_F(OpenbSeed42Replay, FgdReproducesEveryPlacement) { expect_placements("fgd", "fgd_placements.csv"); }
 
-TEST_F(OpenbSeed42Replay, BestFitReproducesEveryPlacement) {
-  expect_placements("bestfit", "bestfit_placements.csv");
-}
+TEST_F(OpenbSeed42Replay, BestFitReproducesEveryPlacement) { expect_placements("bestfit", "bestfit_placements.csv"); }
 
 TEST_F(OpenbSeed42Replay, HeuristicBaselinesReproduceThePublishedSeed42Curves) {
   const CurveTable ref = load_curve_table(kOpenbDir + "/seed42/reference_alloc_curves_seed42.csv");

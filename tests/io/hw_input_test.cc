@@ -69,18 +69,23 @@ TEST(HwInput, ExampleWorkloadsCarryEveryField) {
 }
 
 TEST(HwInput, BadClusterInputNamesLineAndField) {
-  std::string e = error_of("node_pools:\n  - name: a\n    gpus: 2\n    model: Z9\n    cpu_milli: 1\n    memory_mib: 1\n");
+  std::string e =
+      error_of("node_pools:\n  - name: a\n    gpus: 2\n    model: Z9\n    cpu_milli: 1\n    memory_mib: 1\n");
   EXPECT_NE(e.find("c.yaml:4"), std::string::npos) << e;
   EXPECT_NE(e.find("Z9"), std::string::npos) << e;
-  e = error_of("node_pools:\n  - name: a\n    gpus: 2\n    model: T4\n    cpu_milli: 1\n    memory_mib: 1\n    mode: mig\n");
+  e = error_of(
+      "node_pools:\n  - name: a\n    gpus: 2\n    model: T4\n    cpu_milli: 1\n    memory_mib: 1\n    mode: mig\n");
   EXPECT_NE(e.find("not MIG-capable"), std::string::npos) << e;
-  e = error_of("node_pools:\n  - name: a\n    gpus: 2\n    model: T4\n    cpu_milli: 1\n    memory_mib: 1\n    colour: red\n");
+  e = error_of(
+      "node_pools:\n  - name: a\n    gpus: 2\n    model: T4\n    cpu_milli: 1\n    memory_mib: 1\n    colour: red\n");
   EXPECT_NE(e.find("unknown field 'colour'"), std::string::npos) << e;
   e = error_of(
       "node_pools:\n  - name: a\n    gpus: 1\n    model: A100-40GB\n    cpu_milli: 1\n    memory_mib: 1\n"
       "    mode: mig\n    mig_layout: [\"4g.20gb@0\", \"3g.20gb@2\"]\n");
   EXPECT_NE(e.find("GPU 0"), std::string::npos) << e;
-  e = error_of("node_pools:\n  - name: a\n    gpus: 2\n    model: T4\n    cpu_milli: 1\n    memory_mib: 1\n    mode: [mps, mps]\n");
+  e = error_of(
+      "node_pools:\n  - name: a\n    gpus: 2\n    model: T4\n    cpu_milli: 1\n    memory_mib: 1\n    mode: [mps, "
+      "mps]\n");
   EXPECT_NE(e.find("mps_replicas"), std::string::npos) << e;
   e = error_of("node_pools:\n  - name: a\n    gpus: 2\n    model: T4\n    cpu_milli: x\n    memory_mib: 1\n");
   EXPECT_NE(e.find("c.yaml:5"), std::string::npos) << e;
@@ -95,7 +100,8 @@ TEST(HwInput, BadWorkloadInputNamesTheField) {
     EXPECT_NE(std::string(e.what()).find("w.yaml:2"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("fast"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(parse_hw_workload_yaml("pods:\n  - {name: a, num_gpu: 2, mig_profile: 1g.10gb}\n", "w.yaml"), InputError);
+  EXPECT_THROW(parse_hw_workload_yaml("pods:\n  - {name: a, num_gpu: 2, mig_profile: 1g.10gb}\n", "w.yaml"),
+               InputError);
 }
 
 TEST(HwInput, MigPlanFromTheExampleIsValidAndApplies) {

@@ -51,8 +51,9 @@ TEST(K8sConfig, MpsConfigRules) {
   cfg.resources = {};
   EXPECT_THROW(device_plugin_config_yaml(cfg), std::invalid_argument);
 
-  YAML::Node both = YAML::Load("version: v1\nsharing:\n  mps: {resources: [{name: nvidia.com/gpu, replicas: 60}]}\n"
-                               "  timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}\n");
+  YAML::Node both = YAML::Load(
+      "version: v1\nsharing:\n  mps: {resources: [{name: nvidia.com/gpu, replicas: 60}]}\n"
+      "  timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}\n");
   auto p = check_device_plugin_config(both);
   EXPECT_TRUE(mentions(p, "mutually exclusive"));
   EXPECT_TRUE(mentions(p, "at most 48"));
@@ -152,17 +153,17 @@ TEST(K8sConfig, DeschedulerCheckerFollowsTheStrictV1alpha2Schema) {
                        "strategies: unknown field"));
   EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) { d["profiles"][0]["pluginConfigs"] = 1; }),
                        "profiles[0].pluginConfigs: unknown field"));
-  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
-                         d["profiles"][0]["pluginConfig"][0]["args"]["nodefit"] = true;
-                       }),
-                       "args.nodefit: unknown field; the descheduler's strict decoding rejects it (keys are "
-                       "case-sensitive: \"nodeFit\")"));
+  EXPECT_TRUE(
+      mentions(problems_after([&](YAML::Node& d) { d["profiles"][0]["pluginConfig"][0]["args"]["nodefit"] = true; }),
+               "args.nodefit: unknown field; the descheduler's strict decoding rejects it (keys are "
+               "case-sensitive: \"nodeFit\")"));
   // Extension points are spelt as the v1alpha2 JSON tags; "evict" is gone.
-  EXPECT_TRUE(mentions(problems_after([&](YAML::Node& d) {
-                         d["profiles"][0]["plugins"]["preEvictionFilter"]["enabled"].push_back("DefaultEvictor");
-                       }),
-                       "plugins.preEvictionFilter: unknown field; the descheduler's strict decoding rejects it (keys are "
-                       "case-sensitive: \"preevictionfilter\")"));
+  EXPECT_TRUE(
+      mentions(problems_after([&](YAML::Node& d) {
+                 d["profiles"][0]["plugins"]["preEvictionFilter"]["enabled"].push_back("DefaultEvictor");
+               }),
+               "plugins.preEvictionFilter: unknown field; the descheduler's strict decoding rejects it (keys are "
+               "case-sensitive: \"preevictionfilter\")"));
   EXPECT_TRUE(problems_after([&](YAML::Node& d) {
                 d["profiles"][0]["plugins"]["preevictionfilter"]["enabled"].push_back("DefaultEvictor");
                 d["profiles"][0]["plugins"]["filter"]["enabled"].push_back("DefaultEvictor");
@@ -284,7 +285,6 @@ TEST(K8sConfig, SchedulerConfigurationExtenders) {
   EXPECT_TRUE(mentions(p, "is managed twice"));
 }
 
-
 // The defaults let every pod of the profile reach gpupack: no
 // managedResources (kube-scheduler would skip pods that ask for GPUs only by
 // annotation) and full Node objects (no naming agreement needed).
@@ -300,9 +300,9 @@ TEST(K8sConfig, SchedulerDefaultsSendEveryPodToTheExtender) {
 
 TEST(K8sConfig, SchedulerConfigApiVersionPerRelease) {
   // The newest version each release serves (KEP-785 and the removal PRs).
-  const std::map<int, std::string> want = {
-      {20, "v1beta1"}, {21, "v1beta1"}, {22, "v1beta2"}, {23, "v1beta3"}, {24, "v1beta3"},
-      {25, "v1"},      {28, "v1"},      {29, "v1"},      {34, "v1"}};
+  const std::map<int, std::string> want = {{20, "v1beta1"}, {21, "v1beta1"}, {22, "v1beta2"},
+                                           {23, "v1beta3"}, {24, "v1beta3"}, {25, "v1"},
+                                           {28, "v1"},      {29, "v1"},      {34, "v1"}};
   for (int minor = kSchedulerMinKubeMinor; minor <= kSchedulerMaxKubeMinor; ++minor) {
     SchedulerExtenderConfig cfg;
     cfg.kube_minor = minor;
@@ -322,7 +322,8 @@ TEST(K8sConfig, SchedulerConfigApiVersionPerRelease) {
   YAML::Node doc = YAML::Load(scheduler_config_yaml(SchedulerExtenderConfig{}));
   doc["apiVersion"] = "kubescheduler.config.k8s.io/v1beta3";
   EXPECT_TRUE(check_scheduler_config(doc, 28).empty());
-  EXPECT_TRUE(mentions(check_scheduler_config(doc, 29), "Kubernetes 1.29 does not serve kubescheduler.config.k8s.io/v1beta3"));
+  EXPECT_TRUE(
+      mentions(check_scheduler_config(doc, 29), "Kubernetes 1.29 does not serve kubescheduler.config.k8s.io/v1beta3"));
   doc["apiVersion"] = "kubescheduler.config.k8s.io/v1";
   EXPECT_TRUE(mentions(check_scheduler_config(doc, 24), "does not serve"));
   doc["apiVersion"] = "kubescheduler.config.k8s.io/v1beta1";
@@ -370,9 +371,9 @@ TEST(K8sConfig, DraObjectsForEachRequestForm) {
   EXPECT_EQ(gpu_class["kind"].as<std::string>(), "DeviceClass");
   EXPECT_NE(gpu_class["spec"]["selectors"][0]["cel"]["expression"].as<std::string>().find(".type == 'gpu'"),
             std::string::npos);
-  EXPECT_NE(by_name["mig.nvidia.com"]["spec"]["selectors"][0]["cel"]["expression"].as<std::string>().find(
-                ".type == 'mig'"),
-            std::string::npos);
+  EXPECT_NE(
+      by_name["mig.nvidia.com"]["spec"]["selectors"][0]["cel"]["expression"].as<std::string>().find(".type == 'mig'"),
+      std::string::npos);
   const YAML::Node whole = by_name["gpupack-whole-gpu"];
   EXPECT_EQ(whole["kind"].as<std::string>(), "ResourceClaimTemplate");
   EXPECT_EQ(whole["metadata"]["namespace"].as<std::string>(), "ml");
@@ -382,10 +383,10 @@ TEST(K8sConfig, DraObjectsForEachRequestForm) {
   // A shared fraction is one claim that several pods name.
   const YAML::Node shared = by_name["gpupack-shared-gpu"];
   EXPECT_EQ(shared["kind"].as<std::string>(), "ResourceClaim");
-  EXPECT_NE(shared["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"]
-                .as<std::string>()
-                .find("quantity('20480Mi')"),
-            std::string::npos);
+  EXPECT_NE(
+      shared["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"].as<std::string>().find(
+          "quantity('20480Mi')"),
+      std::string::npos);
   const YAML::Node mig = by_name["gpupack-mig-1g.10gb.me"];
   ASSERT_TRUE(mig) << text;
   EXPECT_EQ(mig["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"].as<std::string>(),

@@ -139,8 +139,17 @@ constexpr ProductCase kKnownProducts[] = {
 // Real products outside the catalog, and near misses of catalog names that
 // loose matching would have read as another model.
 constexpr const char* kUnknownProducts[] = {
-    "Quadro-RTX-8000", "NVIDIA-TITAN-Xp", "NVIDIA-GeForce-GTX-1080-Ti", "NVIDIA-RTX-4000-Ada-Generation",
-    "Tesla-V100S-PCIE-32GB", "NVIDIA-H100", "NVIDIA-A100", "Tesla-P100", "NVIDIA-L4-24GB", "NVIDIA-GB200", "",
+    "Quadro-RTX-8000",
+    "NVIDIA-TITAN-Xp",
+    "NVIDIA-GeForce-GTX-1080-Ti",
+    "NVIDIA-RTX-4000-Ada-Generation",
+    "Tesla-V100S-PCIE-32GB",
+    "NVIDIA-H100",
+    "NVIDIA-A100",
+    "Tesla-P100",
+    "NVIDIA-L4-24GB",
+    "NVIDIA-GB200",
+    "",
 };
 
 TEST(Kubectl, MapsRealGfdProductStringsToTheCatalog) {
@@ -161,15 +170,16 @@ std::string gpu_node_json(const std::string& name, const std::string& labels, in
 TEST(Kubectl, EveryRealProductBecomesItsModelOrAnExplicitUnknownPool) {
   const GpuCatalog& cat = GpuCatalog::builtin();
   for (const ProductCase& c : kKnownProducts) {
-    K8sNode n = parse_node(json::parse(gpu_node_json("k", R"("nvidia.com/gpu.product":")" + std::string(c.product) + "\"", 2)));
+    K8sNode n =
+        parse_node(json::parse(gpu_node_json("k", R"("nvidia.com/gpu.product":")" + std::string(c.product) + "\"", 2)));
     EXPECT_TRUE(n.gpu_model_known) << c.product;
     EXPECT_EQ(cat.spec(n.spec.gpu_model).name, c.model) << c.product;
     EXPECT_TRUE(n.warnings.empty()) << c.product;
   }
   for (const char* p : kUnknownProducts) {
     if (*p == '\0') continue;
-    K8sNode n = parse_node(json::parse(
-        gpu_node_json("u", R"("nvidia.com/gpu.product":")" + std::string(p) + R"(","nvidia.com/gpu.memory":"12288")", 4)));
+    K8sNode n = parse_node(json::parse(gpu_node_json(
+        "u", R"("nvidia.com/gpu.product":")" + std::string(p) + R"(","nvidia.com/gpu.memory":"12288")", 4)));
     EXPECT_FALSE(n.gpu_model_known) << p;
     EXPECT_EQ(n.spec.gpu_count, 4) << p;
     ASSERT_TRUE(cat.is_unknown_pool(n.spec.gpu_model)) << p << " became " << cat.spec(n.spec.gpu_model).name;
@@ -189,8 +199,11 @@ TEST(Kubectl, UnknownProductPoolIsSizedFromTheNodeAndSharedByItsNodes) {
   auto nodes = parse_node_list(
       "{\"items\":[" +
           gpu_node_json("a", R"("nvidia.com/gpu.product":"Mystery-GPU-9000","nvidia.com/gpu.memory":"49152")", 2) +
-          "," + gpu_node_json("b", R"("nvidia.com/gpu.product":"Mystery-GPU-9000-SHARED","nvidia.com/gpu.memory":"49152")", 8) +
-          "," + gpu_node_json("c", R"("nvidia.com/gpu.product":"mystery gpu 9000","nvidia.com/gpu.memory":"40000")", 1) +
+          "," +
+          gpu_node_json("b", R"("nvidia.com/gpu.product":"Mystery-GPU-9000-SHARED","nvidia.com/gpu.memory":"49152")",
+                        8) +
+          "," +
+          gpu_node_json("c", R"("nvidia.com/gpu.product":"mystery gpu 9000","nvidia.com/gpu.memory":"40000")", 1) +
           "," + gpu_node_json("d", R"("alibabacloud.com/gpu-card-model":"Mystery-Card")", 1) + "]}",
       "nodes.json", &rejected, &warnings);
   ASSERT_EQ(nodes.size(), 4u);
@@ -217,7 +230,8 @@ TEST(Kubectl, UnknownProductPoolIsSizedFromTheNodeAndSharedByItsNodes) {
 
 TEST(Kubectl, UnknownProductIsKeptButFlagged) {
   auto nodes = parse_node_list(R"({"items":[{"metadata":{"name":"x","labels":{"nvidia.com/gpu.product":"Mystery-GPU"}},
-    "status":{"allocatable":{"cpu":"1","memory":"1Gi","nvidia.com/gpu":"2"}}}]})", "t");
+    "status":{"allocatable":{"cpu":"1","memory":"1Gi","nvidia.com/gpu":"2"}}}]})",
+                               "t");
   EXPECT_EQ(nodes[0].spec.gpu_count, 2);
   EXPECT_FALSE(nodes[0].gpu_model_known);
   EXPECT_EQ(nodes[0].gpu_product, "Mystery-GPU");
@@ -317,8 +331,9 @@ TEST(Kubectl, ParsesPodsSummingContainers) {
 }
 
 K8sPod pod_with_annotations(const std::string& annotations_json) {
-  return parse_pod(json::parse(R"({"metadata":{"name":"p","namespace":"ns","annotations":{)" + annotations_json +
-                               R"(}},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})"));
+  return parse_pod(
+      json::parse(R"({"metadata":{"name":"p","namespace":"ns","annotations":{)" + annotations_json +
+                  R"(}},"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})"));
 }
 
 std::string pod_error(const std::string& annotations_json) {
@@ -376,7 +391,8 @@ TEST(Kubectl, PodModelConstraintWithAnUnknownNameIsAnError) {
 TEST(Kubectl, SharedReplicasResolvePerNode) {
   auto nodes = parse_node_list(kNodes, "nodes.json");
   auto pods = parse_pod_list(R"({"items":[{"metadata":{"name":"s"},"spec":{"containers":[{"name":"c",
-    "resources":{"limits":{"nvidia.com/gpu.shared":"3"}}}]}}]})", "p");
+    "resources":{"limits":{"nvidia.com/gpu.shared":"3"}}}]}}]})",
+                             "p");
   EXPECT_EQ(pods[0].shared_replicas, 3);
   EXPECT_EQ(request_on(pods[0], nodes[3]).gpu_milli, 300);   // 3 of 10 replicas
   EXPECT_EQ(request_on(pods[0], nodes[2]).gpu_milli, 750);   // 3 of 4 replicas
@@ -386,7 +402,8 @@ TEST(Kubectl, SharedReplicasResolvePerNode) {
 TEST(Kubectl, TraceAnnotationsFromCapturesAreUnderstood) {
   auto pods = parse_pod_list(R"({"items":[{"metadata":{"name":"gpu-pod-00","namespace":"pai-gpu",
     "annotations":{"alibabacloud.com/gpu-count":"1","alibabacloud.com/gpu-milli":"500"}},
-    "spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"4","memory":"9Gi"}}}]}}]})", "p");
+    "spec":{"containers":[{"name":"main","resources":{"requests":{"cpu":"4","memory":"9Gi"}}}]}}]})",
+                             "p");
   EXPECT_EQ(pods[0].request.gpu_count, 1);
   EXPECT_EQ(pods[0].request.gpu_milli, 500);
   EXPECT_EQ(pods[0].request.memory_mib, 9 * 1024);
@@ -460,7 +477,8 @@ TEST(Kubectl, NodeErrorsNameTheNode) {
   }
   try {
     parse_node_list(R"({"items":[{"metadata":{"name":"ts","labels":{"nvidia.com/gpu.replicas":"3"}},
-      "status":{"allocatable":{"nvidia.com/gpu":"10"}}}]})", "n.json");
+      "status":{"allocatable":{"nvidia.com/gpu":"10"}}}]})",
+                    "n.json");
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("not a multiple"), std::string::npos) << e.what();
@@ -473,7 +491,8 @@ json topo_node(const std::string& topology, int gpus = 8) {
              {{"name", "hgx-0"},
               {"labels", {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB"}}},
               {"annotations", {{"gpupack.io/gpu-topology", topology}}}}},
-            {"status", {{"allocatable", {{"cpu", "129"}, {"memory", "1000001Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}}}};
+            {"status",
+             {{"allocatable", {{"cpu", "129"}, {"memory", "1000001Mi"}, {"nvidia.com/gpu", std::to_string(gpus)}}}}}};
   return n;
 }
 
@@ -645,8 +664,8 @@ TEST(Kubectl, AssignmentAnnotationFormats) {
   EXPECT_EQ(format_assigned_gpus(s), "gpu.node-7:31@125");
   EXPECT_EQ(parse_assigned_gpus(format_assigned_gpus(s)), s);
   EXPECT_EQ(assigned_gpus_annotation("n", Assignment{NodeId{0}, 0b110, 1000}), "n:1,2");
-  for (const char* bad : {"", "node", ":0", "n:", "n:32", "n:1,,2", "n:0@0", "n:0@1001", "n:0@", "n:a", "n n:0",
-                          "n:-1", "n:0@12345"}) {
+  for (const char* bad :
+       {"", "node", ":0", "n:", "n:32", "n:1,,2", "n:0@0", "n:0@1001", "n:0@", "n:a", "n n:0", "n:-1", "n:0@12345"}) {
     EXPECT_THROW(parse_assigned_gpus(bad), std::invalid_argument) << bad;
   }
 }
@@ -673,7 +692,8 @@ TEST(Kubectl, RebuildsAssignmentsFromAnnotationsRoundTrip) {
     json pod = {{"metadata", {{"name", p.name}, {"namespace", "ml"}, {"annotations", json::object()}}},
                 {"spec", {{"nodeName", p.node}, {"containers", json::array()}}},
                 {"status", {{"phase", "Running"}}}};
-    pod["spec"]["containers"].push_back({{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(p.gpus)}}}}}});
+    pod["spec"]["containers"].push_back(
+        {{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(p.gpus)}}}}}});
     if (p.milli < 1000) pod["metadata"]["annotations"]["gpupack.io/gpu-milli"] = std::to_string(p.milli);
     pod["metadata"]["annotations"]["gpupack.io/assigned-gpus"] = assigned_gpus_annotation(p.node, p.where);
     list["items"].push_back(pod);
@@ -683,7 +703,8 @@ TEST(Kubectl, RebuildsAssignmentsFromAnnotationsRoundTrip) {
     {"name":"c","resources":{"requests":{"cpu":"2","memory":"1Gi"}}}]}})"));
   list["items"].push_back(json::parse(R"({"metadata":{"name":"foreign"},"spec":{"nodeName":"n-h100","containers":[
     {"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})"));
-  list["items"].push_back(json::parse(R"({"metadata":{"name":"moved","annotations":{"gpupack.io/assigned-gpus":"n-l4-ts:0"}},
+  list["items"].push_back(
+      json::parse(R"({"metadata":{"name":"moved","annotations":{"gpupack.io/assigned-gpus":"n-l4-ts:0"}},
     "spec":{"nodeName":"n-h100","containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}})"));
 
   auto pods = parse_pod_list(list.dump(), "pods.json");
@@ -721,7 +742,8 @@ TEST(Kubectl, RebuildRejectsAnnotationsThatDoNotMatchTheNode) {
     {"metadata":{"name":"count","annotations":{"gpupack.io/assigned-gpus":"n-h100:0"}},
      "spec":{"nodeName":"n-h100","containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"2"}}}]}},
     {"metadata":{"name":"milli","annotations":{"gpupack.io/assigned-gpus":"n-h100:0@500","gpupack.io/gpu-milli":"250"}},
-     "spec":{"nodeName":"n-h100","containers":[]}}]})", "p");
+     "spec":{"nodeName":"n-h100","containers":[]}}]})",
+                             "p");
   RebuiltState r = rebuild_assignments(nodes, pods);
   EXPECT_TRUE(r.bound.empty());
   ASSERT_EQ(r.unattributed.size(), 3u);

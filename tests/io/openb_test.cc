@@ -50,8 +50,8 @@ TEST(OpenbReader, ReadsNodesAndPodsWithOptionalColumns) {
       "p2.csv",
       "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
       "pod-1,1000,100,1,1000,V100M16|V100M32,LS,Running,5,100,6\n"));
-  EXPECT_EQ(full[0].request.allowed_models, model_bit(*GpuCatalog::builtin().find("V100M16")) |
-                                                model_bit(*GpuCatalog::builtin().find("V100M32")));
+  EXPECT_EQ(full[0].request.allowed_models,
+            model_bit(*GpuCatalog::builtin().find("V100M16")) | model_bit(*GpuCatalog::builtin().find("V100M32")));
   EXPECT_EQ(full[0].creation_time_s, 5);
   EXPECT_EQ(full[0].deletion_time_s, 100);
 }

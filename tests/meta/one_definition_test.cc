@@ -28,32 +28,45 @@ std::string strip(const std::string& in) {
     const char next = i + 1 < in.size() ? in[i + 1] : '\0';
     switch (mode) {
       case kCode:
-        if (c == '/' && next == '/') mode = kLine, out[i] = ' ';
-        else if (c == '/' && next == '*') mode = kBlock, out[i] = ' ';
+        if (c == '/' && next == '/')
+          mode = kLine, out[i] = ' ';
+        else if (c == '/' && next == '*')
+          mode = kBlock, out[i] = ' ';
         else if (c == 'R' && next == '"' && (i == 0 || !std::isalnum(static_cast<unsigned char>(in[i - 1])))) {
           const size_t open = in.find('(', i + 2);
           raw_end = ")" + in.substr(i + 2, open - i - 2) + "\"";
           mode = kRaw;
-        } else if (c == '"') mode = kString;
-        else if (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(in[i - 1])))) mode = kChar;
+        } else if (c == '"')
+          mode = kString;
+        else if (c == '\'' && !(i > 0 && std::isxdigit(static_cast<unsigned char>(in[i - 1]))))
+          mode = kChar;
         break;
       case kLine:
-        if (c == '\n') mode = kCode;
-        else out[i] = ' ';
+        if (c == '\n')
+          mode = kCode;
+        else
+          out[i] = ' ';
         break;
       case kBlock:
-        if (c == '*' && next == '/') mode = kCode, out[i] = out[i + 1] = ' ', ++i;
-        else if (c != '\n') out[i] = ' ';
+        if (c == '*' && next == '/')
+          mode = kCode, out[i] = out[i + 1] = ' ', ++i;
+        else if (c != '\n')
+          out[i] = ' ';
         break;
       case kString:
       case kChar:
-        if (c == '\\') out[i] = ' ', out[i + 1] = ' ', ++i;
-        else if (c == (mode == kString ? '"' : '\'')) mode = kCode;
-        else if (c != '\n') out[i] = ' ';
+        if (c == '\\')
+          out[i] = ' ', out[i + 1] = ' ', ++i;
+        else if (c == (mode == kString ? '"' : '\''))
+          mode = kCode;
+        else if (c != '\n')
+          out[i] = ' ';
         break;
       case kRaw:
-        if (in.compare(i, raw_end.size(), raw_end) == 0) i += raw_end.size() - 1, mode = kCode;
-        else if (c != '\n') out[i] = ' ';
+        if (in.compare(i, raw_end.size(), raw_end) == 0)
+          i += raw_end.size() - 1, mode = kCode;
+        else if (c != '\n')
+          out[i] = ' ';
         break;
     }
   }
@@ -167,8 +180,8 @@ TEST(OneDefinition, TheScannerSeesTypesAndSkipsAnonymousNamespaces) {
     const char* s = "struct InString {};";
     }  // namespace gpupack
   )");
-  const std::vector<std::string> want = {"gpupack::A", "gpupack::Map", "gpupack::Kind", "gpupack::B",
-                                         "gpupack::detail::D", "gpupack::cli::C"};
+  const std::vector<std::string> want = {"gpupack::A", "gpupack::Map",       "gpupack::Kind",
+                                         "gpupack::B", "gpupack::detail::D", "gpupack::cli::C"};
   EXPECT_EQ(found, want);
 }
 

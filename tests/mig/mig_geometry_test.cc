@@ -144,9 +144,9 @@ TEST(MigGeometry, SmallestProfileByNeed) {
   };
   EXPECT_EQ(name(0, 0), "1g.5gb");
   EXPECT_EQ(name(4864, 14), "1g.5gb");
-  EXPECT_EQ(name(4865, 0), "1g.10gb");     // 2 memory slices, 1 compute slice
-  EXPECT_EQ(name(9000, 20), "2g.10gb");    // 2 slices but needs 28 SMs
-  EXPECT_EQ(name(10000, 0), "3g.20gb");    // 4 slices, fewest compute slices
+  EXPECT_EQ(name(4865, 0), "1g.10gb");   // 2 memory slices, 1 compute slice
+  EXPECT_EQ(name(9000, 20), "2g.10gb");  // 2 slices but needs 28 SMs
+  EXPECT_EQ(name(10000, 0), "3g.20gb");  // 4 slices, fewest compute slices
   EXPECT_EQ(name(10000, 43), "4g.20gb");
   EXPECT_EQ(name(20000, 0), "7g.40gb");
   EXPECT_EQ(name(50000, 0), "none");

@@ -17,7 +17,7 @@ TEST(MigLayout, OperatorAndMigPartedConfigsBuild) {
   };
   const std::vector<Case> valid = {
       {"A100-40GB", {{"1g.5gb", 2}, {"2g.10gb", 1}, {"3g.20gb", 1}}},  // all-balanced
-      {"A100-40GB", {{"1g.10gb", 4}}},                                // all-1g.10gb
+      {"A100-40GB", {{"1g.10gb", 4}}},                                 // all-1g.10gb
       {"A100-40GB", {{"1g.5gb", 7}}},
       {"A100-40GB", {{"1g.5gb+me", 1}}},
       {"A100-40GB", {{"2g.10gb", 3}}},
@@ -161,9 +161,7 @@ TEST(MigLayout, FeasibleLayoutsAgreeWithBruteForceOverPlacements) {
     const auto& listed = feasible_layouts(g);
     EXPECT_EQ(std::set<MigCountVector>(listed.begin(), listed.end()), reachable) << model;
   }
-  EXPECT_EQ(format_layout(*find_placement(geo("A100-40GB"),
-                                          MigProfileCounts{{"3g.20gb", 1}, {"2g.10gb", 2}})
-                               .state),
+  EXPECT_EQ(format_layout(*find_placement(geo("A100-40GB"), MigProfileCounts{{"3g.20gb", 1}, {"2g.10gb", 2}}).state),
             "2g.10gb@0 2g.10gb@2 3g.20gb@4");
 }
 

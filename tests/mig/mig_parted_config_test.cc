@@ -98,13 +98,15 @@ TEST(MigPartedConfig, RefusesSchemaViolationsNamingThePlace) {
       {"version: v1\nmig-configs:\n  c:\n    - mig-enabled: false\n", "missing required key 'devices'"},
       {"version: v1\nmig-configs:\n  c:\n    - devices: all\n", "missing required key 'mig-enabled'"},
       {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: maybe\n", "'maybe' is not a boolean"},
-      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: true\n",
-       "missing 'mig-devices'"},
-      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: false\n      mig-devices: {\"1g.5gb\": 1}\n",
+      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: true\n", "missing 'mig-devices'"},
+      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: false\n      mig-devices: {\"1g.5gb\": "
+       "1}\n",
        "must be empty when mig-enabled is false"},
-      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gib\": 1}\n",
+      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gib\": "
+       "1}\n",
        "'1g.5gib' is not a MIG profile name"},
-      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gb\": -2}\n",
+      {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.5gb\": "
+       "-2}\n",
        "count '-2' is not a non-negative integer"},
       {"version: v1\nmig-configs:\n  c:\n    - devices: all\n      mig-enabled: true\n      mig-devices: [1g.5gb]\n",
        "must be a map of profile to count"},
@@ -118,8 +120,9 @@ TEST(MigPartedConfig, RefusesSchemaViolationsNamingThePlace) {
   };
   for (const auto& c : bad) {
     const auto errors = validate_mig_parted_config(c.yaml);
-    EXPECT_TRUE(has_error(errors, c.error_part)) << "document:\n" << c.yaml << "errors:\n" << join(errors)
-                                                 << "wanted: " << c.error_part;
+    EXPECT_TRUE(has_error(errors, c.error_part)) << "document:\n"
+                                                 << c.yaml << "errors:\n"
+                                                 << join(errors) << "wanted: " << c.error_part;
     EXPECT_THROW(parse_mig_parted_config(c.yaml), std::invalid_argument) << c.yaml;
   }
 }
@@ -150,19 +153,18 @@ TEST(MigPartedConfig, ProfileFormat) {
                          "1c.2g.20gb+me"}) {
     EXPECT_TRUE(valid_mig_profile_format(ok)) << ok;
   }
-  for (const char* bad : {"", "1g", "g.5gb", "1g.5GiB", "1g.5gb+foo", "mig-1g.5gb", "1c.1c.1g.5gb", "2g20gb",
-                          "0g.5gb", "01g.5gb", "1g.05gb", "0c.1g.5gb"}) {
+  for (const char* bad : {"", "1g", "g.5gb", "1g.5GiB", "1g.5gb+foo", "mig-1g.5gb", "1c.1c.1g.5gb", "2g20gb", "0g.5gb",
+                          "01g.5gb", "1g.05gb", "0c.1g.5gb"}) {
     EXPECT_FALSE(valid_mig_profile_format(bad)) << bad;
   }
 }
-
 
 TEST(MigPartedConfig, ProfileCountsFromText) {
   EXPECT_EQ(parse_profile_counts("1g.10gb=2,2g.20gb=1,3g.40gb=1"),
             (MigProfileCounts{{"1g.10gb", 2}, {"2g.20gb", 1}, {"3g.40gb", 1}}));
   EXPECT_EQ(parse_profile_counts("1g.5gb+me=1"), (MigProfileCounts{{"1g.5gb+me", 1}}));
-  for (const char* bad : {"", "1g.10gb", "1g.10gb=2,1g.10gb=1", "big=1", "1g.10gb=x", "1g.10gb=100", "1g.10gb=2,",
-                          "=2"}) {
+  for (const char* bad :
+       {"", "1g.10gb", "1g.10gb=2,1g.10gb=1", "big=1", "1g.10gb=x", "1g.10gb=100", "1g.10gb=2,", "=2"}) {
     EXPECT_THROW(parse_profile_counts(bad), std::invalid_argument) << bad;
   }
 }
@@ -271,7 +273,8 @@ TEST(MigPartedConfig, StrictestRulesOfBothFormerValidators) {
   // At the limits, and compute-instance profiles count their C slices.
   for (const char* ok : {"{\"7g.80gb\": 1}", "{\"1g.10gb\": 7}", "{\"3g.40gb\": 1, \"4g.40gb\": 1}",
                          "{\"1c.3g.40gb\": 3}", "{\"1g.10gb\": 0, \"7g.80gb\": 1}"}) {
-    const std::string yaml = doc(std::string("    - devices: all\n      mig-enabled: true\n      mig-devices: ") + ok + "\n");
+    const std::string yaml =
+        doc(std::string("    - devices: all\n      mig-enabled: true\n      mig-devices: ") + ok + "\n");
     EXPECT_TRUE(validate_mig_parted_config(yaml).empty()) << yaml << join(validate_mig_parted_config(yaml));
   }
 }

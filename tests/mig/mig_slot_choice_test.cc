@@ -84,8 +84,7 @@ TEST(MigSlotChoice, PlaceableInstances) {
 
 TEST(MigFragmentation, FollowsTheDefinition) {
   const MigGeometry& geo = *mig_geometry("A100-40GB");
-  const int g1 = *geo.find("1g.5gb"), g2 = *geo.find("2g.10gb"), g3 = *geo.find("3g.20gb"),
-            g4 = *geo.find("4g.20gb");
+  const int g1 = *geo.find("1g.5gb"), g2 = *geo.find("2g.10gb"), g3 = *geo.find("3g.20gb"), g4 = *geo.find("4g.20gb");
   const auto mix = mix_from_names(geo, {{"1g.5gb", 0.5}, {"3g.20gb", 0.5}});
 
   MigGpuState empty(geo);

@@ -17,8 +17,8 @@ struct RefProfile {
 };
 using RefTable = std::map<std::string, RefProfile>;
 
-RefTable eight_slice(const char* p1, const char* p1me, const char* p1x2, const char* p2,
-                     const char* p3, const char* p4, const char* p7) {
+RefTable eight_slice(const char* p1, const char* p1me, const char* p1x2, const char* p2, const char* p3, const char* p4,
+                     const char* p7) {
   return {{p1, {1, 1, 7, {0, 1, 2, 3, 4, 5, 6}, false}},
           {p1me, {1, 1, 1, {0, 1, 2, 3, 4, 5, 6}, true}},
           {p1x2, {2, 1, 4, {0, 2, 4, 6}, false}},
@@ -30,12 +30,9 @@ RefTable eight_slice(const char* p1, const char* p1me, const char* p1x2, const c
 
 const std::map<std::string, std::pair<RefTable, int>>& reference() {
   static const std::map<std::string, std::pair<RefTable, int>> ref = {
-      {"A100-40GB",
-       {eight_slice("1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"), 7}},
-      {"A100-80GB",
-       {eight_slice("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"), 7}},
-      {"H100-80GB",
-       {eight_slice("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"), 7}},
+      {"A100-40GB", {eight_slice("1g.5gb", "1g.5gb+me", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"), 7}},
+      {"A100-80GB", {eight_slice("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"), 7}},
+      {"H100-80GB", {eight_slice("1g.10gb", "1g.10gb+me", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"), 7}},
       {"A30",
        {{{"1g.6gb", {1, 1, 4, {0, 1, 2, 3}, false}},
          {"1g.6gb+me", {1, 1, 1, {0, 1, 2, 3}, true}},

@@ -54,7 +54,12 @@ TEST(MigRepartition, HandCheckedCaseChangesOneGpu) {
   const std::vector<MigGpuInventory> gpus = {
       gpu("a", 0, "A100-80GB", {{"7g.80gb", 0}}, {true}),
       gpu("a", 1, "A100-80GB",
-          {{"1g.10gb", 0}, {"1g.10gb", 1}, {"1g.10gb", 2}, {"1g.10gb", 3}, {"1g.10gb", 4}, {"1g.10gb", 5},
+          {{"1g.10gb", 0},
+           {"1g.10gb", 1},
+           {"1g.10gb", 2},
+           {"1g.10gb", 3},
+           {"1g.10gb", 4},
+           {"1g.10gb", 5},
            {"1g.10gb", 6}}),
       gpu("a", 2, "A100-80GB", {}),
       gpu("a", 3, "A100-80GB", {{"3g.40gb", 0}}, {false}),
@@ -160,8 +165,7 @@ TEST(MigRepartition, SeveralModelsAndNodes) {
       gpu("h2", 0, "H100-80GB", {}),
       gpu("x1", 0, "A100-40GB", {}),
   };
-  const MigDemand demand = {{model("H100-80GB"), {{"1g.10gb", 9}}},
-                            {model("A100-40GB"), {{"7g.40gb", 1}}}};
+  const MigDemand demand = {{model("H100-80GB"), {{"1g.10gb", 9}}}, {model("A100-40GB"), {{"7g.40gb", 1}}}};
   const auto plan = plan_mig_repartition(gpus, demand);
   // 9 x 1g.10gb need two H100s (7 per GPU), the 7g one A100. The second
   // H100 is taken on node h1, which is reconfigured anyway, not on h2.
@@ -198,8 +202,9 @@ TEST(MigRepartition, BadInputIsRefused) {
 
 TEST(MigRepartition, ApplyRefusesALabelWithoutConfig) {
   const std::vector<MigGpuInventory> gpus = {gpu("a", 0, "A100-40GB", {})};
-  const std::string yaml = "version: v1\nmig-configs:\n  one:\n    - devices: all\n      mig-enabled: true\n"
-                           "      mig-devices: {\"3g.20gb\": 2, \"1g.5gb\": 1}\n";
+  const std::string yaml =
+      "version: v1\nmig-configs:\n  one:\n    - devices: all\n      mig-enabled: true\n"
+      "      mig-devices: {\"3g.20gb\": 2, \"1g.5gb\": 1}\n";
   EXPECT_THROW(apply_mig_parted_config(gpus, yaml, {{"a", "other"}}), std::invalid_argument);
   // 2 x 3g.20gb + 1g.5gb passes the schema (7 compute slices) but has no
   // placement on an A100: the two 3g.20gb take all eight memory slices.

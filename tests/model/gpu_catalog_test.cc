@@ -17,8 +17,8 @@ TEST(GpuCatalog, FindsOpenbAndProductNamesIgnoringCase) {
   ASSERT_TRUE(v100.has_value());
   EXPECT_EQ(cat.find("tesla v100-sxm2-32gb"), v100);
   EXPECT_EQ(cat.spec(*v100).sm_count, 80);
-  for (const char* name : {"P100", "T4", "V100M16", "A10", "G1", "G2", "G3", "A100-40GB", "A100-80GB",
-                           "H100-80GB", "H200", "L4", "L40S", "A30"}) {
+  for (const char* name : {"P100", "T4", "V100M16", "A10", "G1", "G2", "G3", "A100-40GB", "A100-80GB", "H100-80GB",
+                           "H200", "L4", "L40S", "A30"}) {
     EXPECT_TRUE(cat.find(name).has_value()) << name;
   }
   EXPECT_FALSE(cat.find("RTX9090").has_value());

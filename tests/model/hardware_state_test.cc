@@ -180,7 +180,8 @@ TEST(HardwareState, InvalidSetupsAreRefusedWithTheGpuNamed) {
   EXPECT_THROW(ClusterState({t4}), std::invalid_argument);
   GpuSetup far = mode(GpuMode::kShared);
   far.numa = 2;
-  EXPECT_THROW(ClusterState({node_with("n", {far}, {{32000, 256 * 1024}, {32000, 256 * 1024}})}), std::invalid_argument);
+  EXPECT_THROW(ClusterState({node_with("n", {far}, {{32000, 256 * 1024}, {32000, 256 * 1024}})}),
+               std::invalid_argument);
 }
 
 TEST(HardwareState, NumaPinnedPodsChargeTheirNumaNode) {

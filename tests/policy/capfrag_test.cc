@@ -99,9 +99,7 @@ TEST(CapFrag, AblationVariantsAreDistinctCapFragPolicies) {
   }
 }
 
-TEST(CapFrag, RequiresATargetWorkload) {
-  EXPECT_THROW(make_policy("capfrag", {1, nullptr}), std::invalid_argument);
-}
+TEST(CapFrag, RequiresATargetWorkload) { EXPECT_THROW(make_policy("capfrag", {1, nullptr}), std::invalid_argument); }
 
 }  // namespace
 }  // namespace gpupack
@@ -111,8 +109,8 @@ namespace {
 
 TEST(CapacityFragmentation, OnePassPairEqualsTheTwoMeasures) {
   const auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(
-      std::vector<Request>{{8000, 0, 1, 1000, 0}, {2000, 0, 1, 470, 0}, {4000, 0, 2, 1000, 0}, {1000, 0, 0, 0, 0}},
-      {}, 1.0));
+      std::vector<Request>{{8000, 0, 1, 1000, 0}, {2000, 0, 1, 470, 0}, {4000, 0, 2, 1000, 0}, {1000, 0, 0, 0, 0}}, {},
+      1.0));
   const auto w = class_weights(*target, ClassWeight::kPods);
   const std::vector<int32_t> free = {1000, 530, 1000, 60};
   for (int64_t cpu : {0, 3000, 9000, 64000}) {

@@ -51,7 +51,7 @@ TEST(GpuChoice, BestFitTakesTheTightestGpuAndWholeGpusTakeLowestFree) {
 
 TEST(BestFit, PrefersTheFullerNodeAndItsTightestGpu) {
   Cluster setup{{{"empty", 64000, 0, 4, kG2}, {"busy", 64000, 0, 4, kG2}},
-              {{1, 0b0001, shared(8000, 700)}, {1, 0b0010, shared(8000, 300)}}};
+                {{1, 0b0001, shared(8000, 700)}, {1, 0b0010, shared(8000, 300)}}};
   const Decision d = decide("bestfit", setup.make(), shared(1000, 250));
   ASSERT_TRUE(d.placed());
   EXPECT_EQ(d.assignment.node, NodeId{1});
@@ -70,7 +70,7 @@ TEST(DotProduct, PrefersTheNodeWhoseFreeResourcesAlignLeast) {
 
 TEST(GpuPacking, FillsPartlyUsedGpusBeforeOpeningFreeOnes) {
   Cluster setup{{{"free", 64000, 0, 4, kG2}, {"partly", 64000, 0, 4, kG2}, {"used", 64000, 0, 4, kG2}},
-              {{1, 0b0001, whole(1000, 1)}, {2, 0b0001, shared(1000, 500)}}};
+                {{1, 0b0001, whole(1000, 1)}, {2, 0b0001, shared(1000, 500)}}};
   const ClusterState s = setup.make();
   const Decision d = decide("gpupacking", s, shared(1000, 400));
   EXPECT_EQ(d.assignment.node, NodeId{2});
@@ -84,7 +84,7 @@ TEST(GpuPacking, FillsPartlyUsedGpusBeforeOpeningFreeOnes) {
 
 TEST(GpuClustering, KeepsPodsOfOneShapeTogether) {
   Cluster setup{{{"shared-pods", 64000, 0, 4, kG2}, {"whole-pods", 64000, 0, 4, kG2}, {"empty", 64000, 0, 4, kG2}},
-              {{0, 0b0001, shared(1000, 500)}, {1, 0b0001, whole(1000, 1)}}};
+                {{0, 0b0001, shared(1000, 500)}, {1, 0b0001, whole(1000, 1)}}};
   const ClusterState s = setup.make();
   EXPECT_EQ(decide("gpuclustering", s, shared(1000, 300)).assignment.node, NodeId{0});
   EXPECT_EQ(decide("gpuclustering", s, whole(1000, 1)).assignment.node, NodeId{1});
@@ -124,7 +124,7 @@ TEST(Spread, PrefersTheEmptiestNodeAndGpu) {
 
 TEST(Random, PicksOnlyFeasibleNodesAndVariesWithTheSeed) {
   Cluster setup{{{"a", 64000, 0, 1, kG2}, {"full", 64000, 0, 1, kG2}, {"b", 64000, 0, 1, kG2}, {"c", 64000, 0, 1, kG2}},
-              {{1, 0b1, whole(0, 1)}}};
+                {{1, 0b1, whole(0, 1)}}};
   const ClusterState s = setup.make();
   std::set<int> chosen;
   for (uint64_t seed = 0; seed < 64; ++seed) {

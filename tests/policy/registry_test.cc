@@ -61,9 +61,8 @@ TEST(PolicyRegistry, DocsListEveryPolicyAndDefragMethod) {
 TEST(PolicyRegistry, ANewPolicyIsOneTableLineAndWorksEverywhereByName) {
   register_policy({"lastfit-fixture", "the feasible node with the highest index",
                    [](const PolicyOptions&) { return std::make_unique<LastFitPolicy>(); }});
-  EXPECT_THROW(register_policy({"lastfit-fixture", "again", [](const PolicyOptions&) {
-                                  return std::make_unique<LastFitPolicy>();
-                                }}),
+  EXPECT_THROW(register_policy({"lastfit-fixture", "again",
+                                [](const PolicyOptions&) { return std::make_unique<LastFitPolicy>(); }}),
                std::invalid_argument);
   EXPECT_THAT(policy_name_list(), ::testing::HasSubstr("lastfit-fixture"));
 

@@ -47,8 +47,9 @@ TEST(Gang, BindsEveryMemberOrNothing) {
 
 TEST(Gang, PlanLeavesTheStateUnchanged) {
   ClusterState s(uniform_nodes(3, 8));
-  auto policy = make_policy("fgd", {42, std::make_shared<TargetWorkload>(TargetWorkload::from_requests(
-                                             std::vector<Request>{gpus(1), gpus(8)}))});
+  auto policy = make_policy(
+      "fgd",
+      {42, std::make_shared<TargetWorkload>(TargetWorkload::from_requests(std::vector<Request>{gpus(1), gpus(8)}))});
   Scheduler sched(*policy);
   GangPlacer placer(sched, s.node_count());
   const auto before = s.gpu_used_milli();

@@ -56,9 +56,8 @@ TEST(Preemption, GangVictimsAreEvictedWhole) {
   f.bind(2, 2, 8, 0xff);  // job 1: priority 1
   f.bind(3, 3, 8, 0xff);  // job 2: priority 1
   f.state.commit();
-  const std::vector<RunningJob> running = {{0, 0, kNoEstimate, {PodId{0}, PodId{1}}},
-                                           {1, 1, kNoEstimate, {PodId{2}}},
-                                           {2, 1, kNoEstimate, {PodId{3}}}};
+  const std::vector<RunningJob> running = {
+      {0, 0, kNoEstimate, {PodId{0}, PodId{1}}}, {1, 1, kNoEstimate, {PodId{2}}}, {2, 1, kNoEstimate, {PodId{3}}}};
   const GangRequest job{"urgent", {gpus(8)}, 0};
   const PreemptionPlan p = f.planner.plan(f.state, running, job, std::vector<PodId>{PodId{9}}, 5);
   ASSERT_TRUE(p.feasible);

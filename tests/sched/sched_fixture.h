@@ -15,8 +15,7 @@ inline GpuModelId model(const char* name) { return *GpuCatalog::builtin().find(n
 // `count` nodes named n0.. of `gpus` GPUs each (V100M32), 64 cores, 512 GiB.
 inline std::vector<NodeSpec> uniform_nodes(int count, int gpus, const char* gpu_model = "V100M32") {
   std::vector<NodeSpec> nodes;
-  for (int i = 0; i < count; ++i)
-    nodes.push_back({"n" + std::to_string(i), 64000, 524288, gpus, model(gpu_model)});
+  for (int i = 0; i < count; ++i) nodes.push_back({"n" + std::to_string(i), 64000, 524288, gpus, model(gpu_model)});
   return nodes;
 }
 

@@ -30,41 +30,41 @@ class WatchingApi {
     lists_["nodes"] = std::move(nodes);
     lists_["pods"] = std::move(pods);
     for (const char* kind : {"nodes", "pods"}) {
-      srv_.Get(std::string("/api/v1/") + kind, [this, kind = std::string(kind)](const httplib::Request& req,
-                                                                                 httplib::Response& res) {
-        if (!req.has_param("watch")) {
-          std::lock_guard l(mu_);
-          ++list_calls_[kind];
-          if (fail_lists_) {
-            res.status = 403;
-            res.set_content(R"({"kind":"Status","message":"nodes is forbidden"})", "application/json");
-            return;
-          }
-          json list = testing::list_json(lists_[kind]);
-          list["metadata"] = {{"resourceVersion", std::to_string(++rv_)}};
-          res.set_content(list.dump(), "application/json");
-          return;
-        }
-        {
-          std::lock_guard l(mu_);
-          watch_versions_[kind].push_back(req.get_param_value("resourceVersion"));
-          close_[kind] = false;
-        }
-        cv_.notify_all();
-        res.set_chunked_content_provider("application/json", [this, kind](size_t, httplib::DataSink& sink) {
-          std::unique_lock l(mu_);
-          cv_.wait_for(l, std::chrono::milliseconds(50),
-                       [&] { return shutdown_ || close_[kind] || !queue_[kind].empty(); });
-          if (shutdown_) return false;
-          while (!queue_[kind].empty()) {
-            const std::string line = queue_[kind].front() + "\n";
-            queue_[kind].pop_front();
-            sink.write(line.data(), line.size());
-          }
-          if (close_[kind]) sink.done();
-          return true;
-        });
-      });
+      srv_.Get(std::string("/api/v1/") + kind,
+               [this, kind = std::string(kind)](const httplib::Request& req, httplib::Response& res) {
+                 if (!req.has_param("watch")) {
+                   std::lock_guard l(mu_);
+                   ++list_calls_[kind];
+                   if (fail_lists_) {
+                     res.status = 403;
+                     res.set_content(R"({"kind":"Status","message":"nodes is forbidden"})", "application/json");
+                     return;
+                   }
+                   json list = testing::list_json(lists_[kind]);
+                   list["metadata"] = {{"resourceVersion", std::to_string(++rv_)}};
+                   res.set_content(list.dump(), "application/json");
+                   return;
+                 }
+                 {
+                   std::lock_guard l(mu_);
+                   watch_versions_[kind].push_back(req.get_param_value("resourceVersion"));
+                   close_[kind] = false;
+                 }
+                 cv_.notify_all();
+                 res.set_chunked_content_provider("application/json", [this, kind](size_t, httplib::DataSink& sink) {
+                   std::unique_lock l(mu_);
+                   cv_.wait_for(l, std::chrono::milliseconds(50),
+                                [&] { return shutdown_ || close_[kind] || !queue_[kind].empty(); });
+                   if (shutdown_) return false;
+                   while (!queue_[kind].empty()) {
+                     const std::string line = queue_[kind].front() + "\n";
+                     queue_[kind].pop_front();
+                     sink.write(line.data(), line.size());
+                   }
+                   if (close_[kind]) sink.done();
+                   return true;
+                 });
+               });
     }
     port_ = srv_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
@@ -153,7 +153,8 @@ class ClusterWatchTest : public ::testing::Test {
     o.relist_s = relist_s;
     watch_ = std::make_unique<ClusterWatch>(client_, service_, o);
     watch_->start();
-    ASSERT_TRUE(eventually([&] { return api_.watch_versions("pods").size() == 1 && api_.watch_versions("nodes").size() == 1; }));
+    ASSERT_TRUE(eventually(
+        [&] { return api_.watch_versions("pods").size() == 1 && api_.watch_versions("nodes").size() == 1; }));
   }
   std::map<std::string, std::string> assignments() { return service_.assignments(); }
 
@@ -185,8 +186,8 @@ TEST_F(ClusterWatchTest, ListThenEventsReachTheService) {
 
 TEST_F(ClusterWatchTest, AClosedWatchReopensFromTheLastVersion) {
   start();
-  const std::string rv = api_.send("pods", "MODIFIED", pod_json({.name = "running", .gpus = 4, .node = "a",
-                                                                  .assigned = "a:4,5,6,7"}));
+  const std::string rv =
+      api_.send("pods", "MODIFIED", pod_json({.name = "running", .gpus = 4, .node = "a", .assigned = "a:4,5,6,7"}));
   EXPECT_TRUE(eventually([&] { return assignments()["ml/running"] == "a:4,5,6,7"; }));
   api_.close("pods");
   ASSERT_TRUE(eventually([&] { return api_.watch_versions("pods").size() == 2; }));
@@ -203,11 +204,10 @@ TEST_F(ClusterWatchTest, AClosedWatchReopensFromTheLastVersion) {
 TEST_F(ClusterWatchTest, GoneRelistsAndTheListWins) {
   start();
   api_.set_list("pods", {pod_json({.name = "listed", .gpus = 1, .node = "b", .assigned = "b:7"})});
-  api_.send_raw("pods", R"({"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old resource version"}})");
+  api_.send_raw("pods",
+                R"({"type":"ERROR","object":{"kind":"Status","code":410,"message":"too old resource version"}})");
   EXPECT_TRUE(eventually([&] { return api_.list_calls("pods") == 2; }));
-  EXPECT_TRUE(eventually([&] {
-    return assignments() == std::map<std::string, std::string>{{"ml/listed", "b:7"}};
-  }));
+  EXPECT_TRUE(eventually([&] { return assignments() == std::map<std::string, std::string>{{"ml/listed", "b:7"}}; }));
   EXPECT_TRUE(eventually([&] { return api_.watch_versions("pods").size() == 2; }));
 }
 
@@ -217,9 +217,7 @@ TEST_F(ClusterWatchTest, PeriodicRelistReopensTheWatchFromTheNewList) {
   // Within about a second both kinds are listed again and watched anew.
   EXPECT_TRUE(eventually([&] { return api_.list_calls("pods") >= 2 && api_.list_calls("nodes") >= 2; }));
   EXPECT_TRUE(eventually([&] { return api_.watch_versions("pods").size() >= 2; }));
-  EXPECT_TRUE(eventually([&] {
-    return assignments() == std::map<std::string, std::string>{{"ml/listed", "b:7"}};
-  }));
+  EXPECT_TRUE(eventually([&] { return assignments() == std::map<std::string, std::string>{{"ml/listed", "b:7"}}; }));
   const auto versions = api_.watch_versions("pods");
   EXPECT_NE(versions[0], versions[1]);  // the second watch starts at the new list's version
 }

@@ -82,9 +82,8 @@ TEST(ExtenderArgsFast, GeneratedBodiesMeanTheSame) {
   }
   nodes.push_back(node("we\"ird\\name\n\u00e9\u4e2d"));
   names.push_back("we\"ird\\name\n\u00e9\u4e2d");
-  expect_same_meaning(json{{"Pod", pod()}, {"Nodes", {{"metadata", json::object()}, {"items", nodes}}},
-                           {"NodeNames", nullptr}}
-                          .dump());
+  expect_same_meaning(
+      json{{"Pod", pod()}, {"Nodes", {{"metadata", json::object()}, {"items", nodes}}}, {"NodeNames", nullptr}}.dump());
   expect_same_meaning(json{{"Pod", pod()}, {"Nodes", nullptr}, {"NodeNames", names}}.dump());
   expect_same_meaning(json{{"Pod", pod()}, {"NodeNames", names}}.dump(2));  // pretty-printed
   expect_same_meaning(json{{"Pod", pod()}, {"Nodes", {{"items", nullptr}}}}.dump());
@@ -97,8 +96,7 @@ TEST(ExtenderArgsFast, GeneratedBodiesMeanTheSame) {
   expect_same_meaning(
       R"({"Pod":{"Metadata":{"NAME":"a"}},"Nodes":{"Items":[{"METADATA":{"Name":"n1"},"x":[1,2.5e3,true,null]}]}})");
   // Numbers beyond int64 are fine where nothing reads them.
-  expect_same_meaning(
-      R"({"Pod":{"metadata":{"name":"a"},"x":123456789012345678901234567890},"NodeNames":[]})");
+  expect_same_meaning(R"({"Pod":{"metadata":{"name":"a"},"x":123456789012345678901234567890},"NodeNames":[]})");
 }
 
 // Hostile bodies: both readers reject; the fast one names the same field
@@ -138,8 +136,7 @@ TEST(ExtenderArgsFast, HostileBodiesAreRejectedCleanly) {
       {std::string(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"d":)") + std::string(200, '[') +
            std::string(200, ']') + "}",
        ""},
-      {std::string(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"d":)") + std::string(100000, '['),
-       "?"},
+      {std::string(R"({"Pod":{"metadata":{"name":"a"}},"NodeNames":["x"],"d":)") + std::string(100000, '['), "?"},
   };
   for (const auto& [body, field] : cases) {
     SCOPED_TRACE(body.substr(0, 120));
@@ -176,7 +173,8 @@ TEST(ExtenderArgsFast, DepthLimitIsTheReferences) {
 TEST(ExtenderArgsFast, NodeTextIsExactlyTheObject) {
   const std::string body =
       "{ \"Pod\" : {\"metadata\":{\"name\":\"a\"}} ,\n \"Nodes\" : { \"items\" : [ \n"
-      "  {\"metadata\" : {\"name\":\"n1\"}, \"x\": [1, 2.5, \"s\\u00e9\"]}  ,\t{\"metadata\":{\"name\":\"n2\"}}\n ] } }";
+      "  {\"metadata\" : {\"name\":\"n1\"}, \"x\": [1, 2.5, \"s\\u00e9\"]}  ,\t{\"metadata\":{\"name\":\"n2\"}}\n ] } "
+      "}";
   expect_same_meaning(body);
   auto fast = parse_extender_args_fast(body);
   ASSERT_TRUE(fast.ok()) << fast.error().what();
@@ -199,8 +197,7 @@ TEST(ExtenderArgsFast, MalformedJsonNamesThePath) {
 TEST(ExtenderArgsFast, SplicedFilterReplyEqualsObjectReply) {
   std::vector<json> nodes;
   for (const char* n : {"a", "b\"q", "c\\d", "\u00e9t\u00e9"}) nodes.push_back(node(n));
-  const std::string body =
-      json{{"Pod", pod()}, {"Nodes", {{"metadata", json::object()}, {"items", nodes}}}}.dump(1);
+  const std::string body = json{{"Pod", pod()}, {"Nodes", {{"metadata", json::object()}, {"items", nodes}}}}.dump(1);
   auto ref = parse_extender_args(body);
   auto fast = parse_extender_args_fast(body);
   ASSERT_TRUE(ref.ok() && fast.ok());

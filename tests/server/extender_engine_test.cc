@@ -9,10 +9,10 @@
 
 #include "analyze/analyze.h"
 #include "io/kubectl.h"
+#include "io/pod_resources.h"
 #include "model/cluster_state.h"
 #include "policy/registry.h"
 #include "sched/scheduler.h"
-#include "io/pod_resources.h"
 #include "server/extender_service.h"
 #include "support/k8s_fixtures.h"
 
@@ -54,7 +54,9 @@ std::vector<json> fill_pods() {
   std::vector<json> pods;
   for (int i = 0; i < 8; ++i)
     for (int g = 0; g < i % 5; ++g)
-      pods.push_back(pod_json({.name = "run-" + std::to_string(i) + "-" + std::to_string(g), .cpu = "1", .gpus = 1,
+      pods.push_back(pod_json({.name = "run-" + std::to_string(i) + "-" + std::to_string(g),
+                               .cpu = "1",
+                               .gpus = 1,
                                .node = "n" + std::to_string(i),
                                .assigned = "n" + std::to_string(i) + ":" + std::to_string(g)}));
   return pods;
@@ -77,8 +79,10 @@ TEST(ExtenderEngine, TheOnlyTenIsTheEnginesChoice) {
     for (size_t i = 0; i < running.size(); ++i) {
       K8sPod rp = parse_pod(running[i]);
       const int n = rp.node_name[1] - '0';
-      ASSERT_TRUE(state.bind(PodId{static_cast<int32_t>(i)}, model_request(rp, nodes[static_cast<size_t>(n)]),
-                             Assignment{NodeId{n}, rp.assigned->gpu_mask, 1000}).is_ok());
+      ASSERT_TRUE(state
+                      .bind(PodId{static_cast<int32_t>(i)}, model_request(rp, nodes[static_cast<size_t>(n)]),
+                            Assignment{NodeId{n}, rp.assigned->gpu_mask, 1000})
+                      .is_ok());
     }
     // FGD needs the service's target; compare the top only for the others.
     if (std::string(policy) == "fgd") {
@@ -175,8 +179,8 @@ TEST(ExtenderEngine, PodsOfOtherSchedulersAreChargedWithoutOverCommit) {
   load(service, nodes, pods);
   EXPECT_TRUE(service.unattributed().empty());
   // gpupack binds 2 more on n8: 4 of 8 taken, so 5 no longer fit.
-  ASSERT_TRUE(service.filter(names_args(pod_json({.name = "mine-2", .cpu = "1", .gpus = 2}), {"n8"}))
-                  .node_names->size() == 1);
+  ASSERT_TRUE(
+      service.filter(names_args(pod_json({.name = "mine-2", .cpu = "1", .gpus = 2}), {"n8"})).node_names->size() == 1);
   ASSERT_EQ(service.bind({"mine-2", "ml", "uid-mine-2", "n8"}).error, "");
   ExtenderFilterResult f = service.filter(names_args(pods[2], {"n8"}));
   EXPECT_TRUE(f.node_names->empty());

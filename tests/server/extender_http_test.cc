@@ -3,10 +3,10 @@
 // metrics and a restart from the written-back pods.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include "server/httplib_config.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "server/httplib_config.h"
 
 #include <chrono>
 #include <fstream>
@@ -23,10 +23,10 @@ namespace gpupack {
 namespace {
 
 using nlohmann::json;
-using testing::NodeShape;
-using testing::PodShape;
 using testing::node_json;
+using testing::NodeShape;
 using testing::pod_json;
+using testing::PodShape;
 
 std::set<std::string> keys_of(const json& j) {
   std::set<std::string> k;
@@ -43,8 +43,7 @@ std::string reason(const json& r, const std::string& key, const std::string& nod
 class ExtenderHttp : public ::testing::Test {
  protected:
   void SetUp() override {
-    nodes_ = {node_json({"a100-0"}), node_json({"a100-1"}),
-              node_json({"t4-0", "Tesla-T4", 4, "32", "128Gi"}),
+    nodes_ = {node_json({"a100-0"}), node_json({"a100-1"}), node_json({"t4-0", "Tesla-T4", 4, "32", "128Gi"}),
               node_json({"mig-0", "NVIDIA-A100-SXM4-80GB", 0, "64", "256Gi", {{"1g.10gb", 7}}})};
     pods_ = {pod_json({.name = "running-0", .gpus = 4, .node = "a100-1", .assigned = "a100-1:0,1,2,3"})};
     load();
@@ -96,7 +95,8 @@ class ExtenderHttp : public ::testing::Test {
 TEST_F(ExtenderHttp, FilterNodeCacheCapableNamesTheFailedDimension) {
   json pod = pod_json({.name = "train-0", .gpus = 6, .models = "A100-80GB"});
   json r = post_ok("filter", cache_args(pod, {"a100-0", "a100-1", "t4-0", "ghost"}));
-  EXPECT_EQ(keys_of(r), (std::set<std::string>{"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}));
+  EXPECT_EQ(keys_of(r),
+            (std::set<std::string>{"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}));
   EXPECT_TRUE(r["Nodes"].is_null());
   EXPECT_EQ(r["NodeNames"], json({"a100-0"}));
   EXPECT_EQ(r["Error"], "");
@@ -133,10 +133,11 @@ TEST_F(ExtenderHttp, FilterFullNodesRepliesWithNodeObjectsAndLearnsNewNodes) {
   json pod = pod_json({.name = "train-1", .gpus = 2});
   json extra = node_json({"a100-new"});
   json r = post_ok("filter", full_args(pod, {nodes_[0], nodes_[2], extra}));
-  EXPECT_EQ(keys_of(r), (std::set<std::string>{"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}));
+  EXPECT_EQ(keys_of(r),
+            (std::set<std::string>{"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}));
   EXPECT_TRUE(r["NodeNames"].is_null());
   ASSERT_TRUE(r["Nodes"].is_object());
-  ASSERT_EQ(r["Nodes"]["items"].size(), 3u);  // the T4 node fits two whole GPUs too
+  ASSERT_EQ(r["Nodes"]["items"].size(), 3u);     // the T4 node fits two whole GPUs too
   EXPECT_EQ(r["Nodes"]["items"][0], nodes_[0]);  // the objects sent, unchanged
   EXPECT_EQ(r["Nodes"]["items"][2]["metadata"]["name"], "a100-new");
   // The new node is now known in cache mode as well.
@@ -147,17 +148,19 @@ TEST_F(ExtenderHttp, FilterFullNodesRepliesWithNodeObjectsAndLearnsNewNodes) {
 TEST_F(ExtenderHttp, FilterNamesTopologyForNodesSentWithTheirGpuTopology) {
   // Nodes sent as full objects carry gpupack.io/gpu-topology; the service
   // learns them on the way.
-  json whole = node_json({.name = "hgx-a", .annotations = {{"gpupack.io/gpu-topology", "nvlink=0-7;numa=0,2,4,6|1,3,5,7"}}});
+  json whole =
+      node_json({.name = "hgx-a", .annotations = {{"gpupack.io/gpu-topology", "nvlink=0-7;numa=0,2,4,6|1,3,5,7"}}});
   json split = node_json({.name = "hgx-b", .annotations = {{"gpupack.io/gpu-topology", "nvlink=0-3|4-7"}}});
   json bad = node_json({.name = "hgx-c", .annotations = {{"gpupack.io/gpu-topology", "nvlink=0-3|3-7"}}});
-  json pod = pod_json({.name = "train-nv", .uid = "u-nv", .gpus = 6,
-                       .annotations = {{"gpupack.io/gpu-scope", "nvlink"}}});
+  json pod =
+      pod_json({.name = "train-nv", .uid = "u-nv", .gpus = 6, .annotations = {{"gpupack.io/gpu-scope", "nvlink"}}});
   json r = post_ok("filter", full_args(pod, {nodes_[0], whole, split, bad}));
   ASSERT_TRUE(r["Nodes"].is_object()) << r;
   ASSERT_EQ(r["Nodes"]["items"].size(), 1u) << r;
   EXPECT_EQ(r["Nodes"]["items"][0]["metadata"]["name"], "hgx-a");
-  EXPECT_EQ(reason(r, "FailedAndUnresolvableNodes", "a100-0").rfind("topology: node a100-0 declares no nvlink groups", 0),
-            0u);
+  EXPECT_EQ(
+      reason(r, "FailedAndUnresolvableNodes", "a100-0").rfind("topology: node a100-0 declares no nvlink groups", 0),
+      0u);
   EXPECT_EQ(reason(r, "FailedAndUnresolvableNodes", "hgx-b")
                 .rfind("topology: node hgx-b: its largest nvlink group has 4 GPUs, 6 requested", 0),
             0u);
@@ -174,7 +177,8 @@ TEST_F(ExtenderHttp, FilterNamesTopologyForNodesSentWithTheirGpuTopology) {
   json next = pod_json({.name = "train-numa", .gpus = 2, .annotations = {{"gpupack.io/gpu-scope", "numa"}}});
   r = post_ok("filter", cache_args(next, {"hgx-a"}));
   EXPECT_EQ(r["NodeNames"], json::array());
-  EXPECT_EQ(reason(r, "FailedNodes", "hgx-a").rfind("topology: node hgx-a: no numa group holds 2 fitting GPUs", 0), 0u) << r;
+  EXPECT_EQ(reason(r, "FailedNodes", "hgx-a").rfind("topology: node hgx-a: no numa group holds 2 fitting GPUs", 0), 0u)
+      << r;
   httplib::Client c("127.0.0.1", port_);
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
@@ -390,8 +394,10 @@ TEST_F(ExtenderHttp, RestartFromWrittenBackPodsKeepsEveryAssignment) {
   // Bind a mix of whole, fractional and memory-sized pods over HTTP.
   for (int i = 0; i < 20; ++i) {
     PodShape s{.name = "w-" + std::to_string(i)};
-    if (i < 6) s.gpus = 1;
-    else s.gpu_milli = 100 + 100 * (i % 3), s.gpu_memory_mib = 4000 + 1000 * (i % 5);
+    if (i < 6)
+      s.gpus = 1;
+    else
+      s.gpu_milli = 100 + 100 * (i % 3), s.gpu_memory_mib = 4000 + 1000 * (i % 5);
     json pod = pod_json(s);
     json f = post_ok("filter", cache_args(pod, {"a100-0", "a100-1", "t4-0"}));
     ASSERT_FALSE(f["NodeNames"].empty()) << f;
@@ -400,7 +406,8 @@ TEST_F(ExtenderHttp, RestartFromWrittenBackPodsKeepsEveryAssignment) {
     int top = -1;
     for (const json& hp : p)
       if (hp["Score"].get<int>() > top) top = hp["Score"], best = hp["Host"];
-    json b = post_ok("bind", {{"PodName", s.name}, {"PodNamespace", "ml"}, {"PodUID", "uid-" + s.name}, {"Node", best}});
+    json b =
+        post_ok("bind", {{"PodName", s.name}, {"PodNamespace", "ml"}, {"PodUID", "uid-" + s.name}, {"Node", best}});
     ASSERT_EQ(b["Error"], "") << b;
   }
   const auto before = service_.assignments();

@@ -15,10 +15,10 @@ namespace gpupack {
 namespace {
 
 using nlohmann::json;
-using testing::NodeShape;
-using testing::PodShape;
 using testing::node_json;
+using testing::NodeShape;
 using testing::pod_json;
+using testing::PodShape;
 
 constexpr const char* kHgx = "nvlink=0-3|4-7;pcie-switch=0,1|2,3|4,5|6,7;numa=0-3|4-7";
 
@@ -64,8 +64,7 @@ class ExtenderTopology : public ::testing::Test {
     // hgx-0 is empty; hgx-1 has GPUs 0,1 and 4,5 taken: four GPUs free, two
     // per NVLink domain. plain-0 says nothing about its topology; pairs-0
     // has NVLink pairs only.
-    nodes_ = {hgx("hgx-0"), hgx("hgx-1"), node_json({.name = "plain-0"}),
-              hgx("pairs-0", "nvlink=0-1|2-3|4-5|6-7")};
+    nodes_ = {hgx("hgx-0"), hgx("hgx-1"), node_json({.name = "plain-0"}), hgx("pairs-0", "nvlink=0-1|2-3|4-5|6-7")};
     pods_ = {pod_json({.name = "run-a", .gpus = 2, .node = "hgx-1", .assigned = "hgx-1:0,1"}),
              pod_json({.name = "run-b", .gpus = 2, .node = "hgx-1", .assigned = "hgx-1:4,5"})};
     load(svc_, nodes_, pods_);
@@ -84,7 +83,8 @@ TEST_F(ExtenderTopology, FilterFailsNodesWhoseFreeGpusAreSplitAcrossDomains) {
   // Four GPUs free on hgx-1, but two per domain: preemption could help.
   ASSERT_EQ(r.failed_nodes.count("hgx-1"), 1u);
   EXPECT_TRUE(starts_with(r.failed_nodes["hgx-1"], "topology: node hgx-1")) << r.failed_nodes["hgx-1"];
-  EXPECT_NE(r.failed_nodes["hgx-1"].find("no nvlink group holds 4 fitting GPUs"), std::string::npos) << r.failed_nodes["hgx-1"];
+  EXPECT_NE(r.failed_nodes["hgx-1"].find("no nvlink group holds 4 fitting GPUs"), std::string::npos)
+      << r.failed_nodes["hgx-1"];
   // A node without topology, or without a domain that large, never can.
   ASSERT_EQ(r.failed_and_unresolvable_nodes.size(), 2u);
   EXPECT_TRUE(starts_with(r.failed_and_unresolvable_nodes["plain-0"],
@@ -133,20 +133,19 @@ TEST_F(ExtenderTopology, GpuMemoryCountsTowardAlignment) {
   // On hgx-0, GPU 0 and GPU 4 hold most of their memory: six GPUs have 500
   // milli and 20000 MiB free, but only three per domain.
   std::vector<json> pods = {
-      pod_json({.name = "mem-a", .gpu_milli = 100, .gpu_memory_mib = 70000, .node = "hgx-0",
-                .assigned = "hgx-0:0@100"}),
-      pod_json({.name = "mem-b", .gpu_milli = 100, .gpu_memory_mib = 70000, .node = "hgx-0",
-                .assigned = "hgx-0:4@100"})};
+      pod_json(
+          {.name = "mem-a", .gpu_milli = 100, .gpu_memory_mib = 70000, .node = "hgx-0", .assigned = "hgx-0:0@100"}),
+      pod_json(
+          {.name = "mem-b", .gpu_milli = 100, .gpu_memory_mib = 70000, .node = "hgx-0", .assigned = "hgx-0:4@100"})};
   ExtenderService svc("bestfit");
   load(svc, {hgx("hgx-0")}, pods);
   // Four GPUs, 500 milli and 20000 MiB of each.
-  json pod = pod_json(
-      {.name = "infer", .gpus = 4, .gpu_milli = 500, .gpu_memory_mib = 20000, .annotations = scope("nvlink")});
+  json pod =
+      pod_json({.name = "infer", .gpus = 4, .gpu_milli = 500, .gpu_memory_mib = 20000, .annotations = scope("nvlink")});
   ExtenderFilterResult r = svc.filter(names(pod, {"hgx-0"}));
   ASSERT_EQ(r.error, "");
   EXPECT_TRUE(r.node_names->empty());
-  EXPECT_EQ(r.failed_nodes["hgx-0"],
-            "topology: node hgx-0: no nvlink group holds 4 fitting GPUs");
+  EXPECT_EQ(r.failed_nodes["hgx-0"], "topology: node hgx-0: no nvlink group holds 4 fitting GPUs");
   // Without the scope the same pod fits (the memory check alone passes).
   pod["metadata"]["annotations"].erase("gpupack.io/gpu-scope");
   pod["metadata"]["name"] = "infer-loose";
@@ -169,8 +168,7 @@ TEST_F(ExtenderTopology, PendingReasonIsTopologyAndPreemptChecksAlignment) {
   // Evicting run-a frees domain 0 (GPUs 0-3): enough. Evicting nothing is not.
   ExtenderPreemptionArgs args;
   args.pod = pod;
-  args.node_name_to_meta_victims = std::map<std::string, MetaVictims>{
-      {"hgx-1", MetaVictims{{"uid-run-a"}, 0}}};
+  args.node_name_to_meta_victims = std::map<std::string, MetaVictims>{{"hgx-1", MetaVictims{{"uid-run-a"}, 0}}};
   std::string err;
   ExtenderPreemptionResult pr = svc_.preempt(args, &err);
   ASSERT_EQ(err, "");

@@ -93,7 +93,8 @@ TEST(ExtenderWire, NodeCacheCapableRequestAndReply) {
   std::vector<std::string> keys;
   for (auto it = reply.begin(); it != reply.end(); ++it) keys.push_back(it.key());
   std::sort(keys.begin(), keys.end());
-  EXPECT_EQ(keys, (std::vector<std::string>{"Error", "FailedAndUnresolvableNodes", "FailedNodes", "NodeNames", "Nodes"}));
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"Error", "FailedAndUnresolvableNodes", "FailedNodes", "NodeNames", "Nodes"}));
   auto back = parse_extender_filter_result(to_json_text(f));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back.value().node_names, (std::vector<std::string>{"a", "c"}));
@@ -107,7 +108,8 @@ TEST(ExtenderWire, PrioritizeBindAndPreemptShapes) {
   ASSERT_TRUE(lp.ok()) << lp.error().what();
   EXPECT_EQ(lp.value(), (HostPriorityList{{"a", 7}, {"b", 0}}));
 
-  auto b = parse_extender_binding_args(R"({"PodName":"train-0","PodNamespace":"ml","PodUID":"6f1c","Node":"gpu-node-2"})");
+  auto b =
+      parse_extender_binding_args(R"({"PodName":"train-0","PodNamespace":"ml","PodUID":"6f1c","Node":"gpu-node-2"})");
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b.value(), (ExtenderBindingArgs{"train-0", "ml", "6f1c", "gpu-node-2"}));
   EXPECT_EQ(json::parse(to_json_text(b.value())),
@@ -127,7 +129,8 @@ TEST(ExtenderWire, PrioritizeBindAndPreemptShapes) {
   EXPECT_EQ(pv.value().node_name_to_victims->at("n").pods.size(), 1u);
 
   ExtenderPreemptionResult res{{{"gpu-node-1", MetaVictims{{"a1"}, 0}}}};
-  EXPECT_EQ(to_json_text(res), R"({"NodeNameToMetaVictims":{"gpu-node-1":{"NumPDBViolations":0,"Pods":[{"UID":"a1"}]}}})");
+  EXPECT_EQ(to_json_text(res),
+            R"({"NodeNameToMetaVictims":{"gpu-node-1":{"NumPDBViolations":0,"Pods":[{"UID":"a1"}]}}})");
   auto rr = parse_extender_preemption_result(to_json_text(res));
   ASSERT_TRUE(rr.ok());
   EXPECT_EQ(rr.value().node_name_to_meta_victims, res.node_name_to_meta_victims);
@@ -153,7 +156,8 @@ TEST(ExtenderWire, HostileArgsGiveNamedErrors) {
       {R"({"Pod":{"metadata":{"name":"p"}}})", "Nodes", "neither"},
       {R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":"a"})", "NodeNames", "expected an array"},
       {R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["a",1]})", "NodeNames[1]", "expected a string"},
-      {R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"items":[{"metadata":{}}]}})", "Nodes.items[0].metadata.name", "missing"},
+      {R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"items":[{"metadata":{}}]}})", "Nodes.items[0].metadata.name",
+       "missing"},
       {R"({"Pod":{"metadata":{"name":"p"}},"Nodes":{"items":{}}})", "Nodes.items", "expected an array"},
       {R"({"Pod":{"metadata":{"name":"p"}},"Nodes":[]})", "Nodes", "expected a NodeList"},
   };
@@ -179,7 +183,8 @@ TEST(ExtenderWire, HostileNumbersAndNesting) {
   auto str = parse_host_priority_list(R"([{"Host":"a","Score":"5"}])");
   ASSERT_FALSE(str.ok());
   EXPECT_EQ(str.error().field, "[0].Score");
-  auto pdb = parse_extender_preemption_result(R"({"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"u"}],"NumPDBViolations":-99999999999999999999}}})");
+  auto pdb = parse_extender_preemption_result(
+      R"({"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"u"}],"NumPDBViolations":-99999999999999999999}}})");
   ASSERT_FALSE(pdb.ok());
 
   std::string deep(100000, '[');
@@ -197,7 +202,8 @@ TEST(ExtenderWire, HostileNumbersAndNesting) {
   auto missing = parse_extender_binding_args(R"({"PodName":"p","PodNamespace":"ml"})");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().field, "Node");
-  auto victims = parse_extender_preemption_args(R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToMetaVictims":{"n":{"Pods":[{"uid":3}]}}})");
+  auto victims = parse_extender_preemption_args(
+      R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToMetaVictims":{"n":{"Pods":[{"uid":3}]}}})");
   ASSERT_FALSE(victims.ok());
   EXPECT_EQ(victims.error().field, "NodeNameToMetaVictims[\"n\"].Pods[0].UID");
 }
@@ -212,8 +218,9 @@ namespace {
 // nlohmann writes for them, names needing escapes included.
 TEST(ExtenderWireWriter, RepliesMatchNlohmannForm) {
   using nlohmann::json;
-  const std::vector<std::string> names = {"plain", "q\"uote", "back\\slash", "ctl\n\t\x01\x1f", "\u00e9\u4e2d\U0001F600",
-                                          std::string("bad\xff\xfeutf8"), ""};
+  const std::vector<std::string> names = {
+      "plain", "q\"uote", "back\\slash", "ctl\n\t\x01\x1f", "\u00e9\u4e2d\U0001F600", std::string("bad\xff\xfeutf8"),
+      ""};
   ExtenderFilterResult f;
   f.node_names = names;
   for (const auto& n : names) {
@@ -222,14 +229,20 @@ TEST(ExtenderWireWriter, RepliesMatchNlohmannForm) {
   }
   f.error = "err\r\n";
   auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
-  json want = {{"Nodes", nullptr}, {"NodeNames", names}, {"FailedNodes", f.failed_nodes},
-               {"FailedAndUnresolvableNodes", f.failed_and_unresolvable_nodes}, {"Error", f.error}};
+  json want = {{"Nodes", nullptr},
+               {"NodeNames", names},
+               {"FailedNodes", f.failed_nodes},
+               {"FailedAndUnresolvableNodes", f.failed_and_unresolvable_nodes},
+               {"Error", f.error}};
   EXPECT_EQ(json::parse(to_json_text(f)), json::parse(dump(want)));
   EXPECT_EQ(to_json_text(f), dump(want));  // same bytes, too (sorted keys, compact)
 
   ExtenderFilterResult empty;
-  EXPECT_EQ(to_json_text(empty), dump({{"Nodes", nullptr}, {"NodeNames", nullptr}, {"FailedNodes", json::object()},
-                                       {"FailedAndUnresolvableNodes", json::object()}, {"Error", ""}}));
+  EXPECT_EQ(to_json_text(empty), dump({{"Nodes", nullptr},
+                                       {"NodeNames", nullptr},
+                                       {"FailedNodes", json::object()},
+                                       {"FailedAndUnresolvableNodes", json::object()},
+                                       {"Error", ""}}));
 
   HostPriorityList h;
   json hw = json::array();

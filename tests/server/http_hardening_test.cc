@@ -104,8 +104,9 @@ bool closed_by_server(int fd) {
 }
 
 std::string post_request(const std::string& path, const std::string& body, const std::string& extra = "") {
-  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n" + extra + "\r\n" + body;
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\n" + extra + "\r\n" + body;
 }
 
 size_t rss_kib() {
@@ -495,8 +496,8 @@ TEST_F(HttpHardening, ServeExitsPromptlyOnSigtermWithSlowClients) {
     const int devnull = ::open("/dev/null", O_WRONLY);
     dup2(devnull, 2);
     execl(GPUPACK_BINARY, GPUPACK_BINARY, "serve", "--nodes", (dir + "/nodes.json").c_str(), "--pods",
-          (dir + "/pods.json").c_str(), "--listen", "127.0.0.1:0", "--port-file", port_file.c_str(),
-          "--shutdown-grace", "1", static_cast<char*>(nullptr));
+          (dir + "/pods.json").c_str(), "--listen", "127.0.0.1:0", "--port-file", port_file.c_str(), "--shutdown-grace",
+          "1", static_cast<char*>(nullptr));
     _exit(127);
   }
   int port = 0;

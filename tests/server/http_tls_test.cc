@@ -66,9 +66,9 @@ class HttpTls : public ::testing::Test {
 
   // An HTTPS client trusting `ca_file`, with a client certificate when named.
   std::unique_ptr<httplib::SSLClient> client(const std::string& ca_file, const std::string& cert = "") {
-    auto c = cert.empty() ? std::make_unique<httplib::SSLClient>("127.0.0.1", port_)
-                          : std::make_unique<httplib::SSLClient>("127.0.0.1", port_, path(cert + ".pem"),
-                                                                 path(cert + ".key"));
+    auto c = cert.empty()
+                 ? std::make_unique<httplib::SSLClient>("127.0.0.1", port_)
+                 : std::make_unique<httplib::SSLClient>("127.0.0.1", port_, path(cert + ".pem"), path(cert + ".key"));
     c->set_ca_cert_path(ca_file.c_str());
     c->enable_server_certificate_verification(true);
     c->set_connection_timeout(2, 0);

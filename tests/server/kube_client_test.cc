@@ -37,34 +37,35 @@ class FakeApi {
                         req.get_header_value("Authorization")});
       res.set_content(testing::list_json(pods_).dump(), "application/json");
     });
-    srv_.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      record(req);
-      std::lock_guard l(mu_);
-      json* pod = find(req.matches[1], req.matches[2]);
-      if (!pod) {
-        res.status = 404;
-        res.set_content(R"({"kind":"Status","message":"pods not found"})", "application/json");
-        return;
-      }
-      pod->merge_patch(json::parse(req.body));
-      res.set_content(pod->dump(), "application/json");
-    });
-    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [this](const httplib::Request& req,
-                                                                         httplib::Response& res) {
-      record(req);
-      std::lock_guard l(mu_);
-      json* pod = find(req.matches[1], req.matches[2]);
-      json b = json::parse(req.body);
-      if (!pod || fail_bindings_) {
-        res.status = 409;
-        res.set_content(R"({"kind":"Status","message":"binding refused"})", "application/json");
-        return;
-      }
-      (*pod)["spec"]["nodeName"] = b["target"]["name"];
-      (*pod)["status"]["phase"] = "Running";
-      res.status = 201;
-      res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
-    });
+    srv_.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 record(req);
+                 std::lock_guard l(mu_);
+                 json* pod = find(req.matches[1], req.matches[2]);
+                 if (!pod) {
+                   res.status = 404;
+                   res.set_content(R"({"kind":"Status","message":"pods not found"})", "application/json");
+                   return;
+                 }
+                 pod->merge_patch(json::parse(req.body));
+                 res.set_content(pod->dump(), "application/json");
+               });
+    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                record(req);
+                std::lock_guard l(mu_);
+                json* pod = find(req.matches[1], req.matches[2]);
+                json b = json::parse(req.body);
+                if (!pod || fail_bindings_) {
+                  res.status = 409;
+                  res.set_content(R"({"kind":"Status","message":"binding refused"})", "application/json");
+                  return;
+                }
+                (*pod)["spec"]["nodeName"] = b["target"]["name"];
+                (*pod)["status"]["phase"] = "Running";
+                res.status = 201;
+                res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
+              });
     port_ = srv_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
   }
@@ -96,8 +97,8 @@ class FakeApi {
  private:
   void record(const httplib::Request& req) {
     std::lock_guard l(mu_);
-    calls_.push_back({req.method, req.path, req.body, req.get_header_value("Content-Type"),
-                      req.get_header_value("Authorization")});
+    calls_.push_back(
+        {req.method, req.path, req.body, req.get_header_value("Content-Type"), req.get_header_value("Authorization")});
   }
   json* find(const std::string& ns, const std::string& name) {
     for (json& p : pods_)
@@ -125,7 +126,8 @@ TEST(KubeClient, BinderPatchesTheAnnotationThenCreatesTheBinding) {
   EXPECT_EQ(calls[0].path, "/api/v1/namespaces/ml/pods/p");
   EXPECT_EQ(calls[0].content_type, "application/merge-patch+json");
   EXPECT_EQ(calls[0].authorization, "Bearer secret-token");
-  EXPECT_EQ(json::parse(calls[0].body), json::parse(R"({"metadata":{"annotations":{"gpupack.io/assigned-gpus":"a100-0:3"}}})"));
+  EXPECT_EQ(json::parse(calls[0].body),
+            json::parse(R"({"metadata":{"annotations":{"gpupack.io/assigned-gpus":"a100-0:3"}}})"));
   EXPECT_EQ(calls[1].method, "POST");
   EXPECT_EQ(calls[1].path, "/api/v1/namespaces/ml/pods/p/binding");
   json b = json::parse(calls[1].body);
@@ -204,8 +206,10 @@ TEST(KubeClient, ServeAgainstTheApiBindsAndRestartsIdentically) {
     json args = {{"Pod", pod}, {"NodeNames", {"a100-0", "a100-1"}}};
     auto f = http.Post("/filter", args.dump(), "application/json");
     ASSERT_EQ(f->status, 200);
-    json bind = {{"PodName", pod["metadata"]["name"]}, {"PodNamespace", "ml"},
-                 {"PodUID", pod["metadata"]["uid"]}, {"Node", i < 5 ? "a100-0" : "a100-1"}};
+    json bind = {{"PodName", pod["metadata"]["name"]},
+                 {"PodNamespace", "ml"},
+                 {"PodUID", pod["metadata"]["uid"]},
+                 {"Node", i < 5 ? "a100-0" : "a100-1"}};
     auto b = http.Post("/bind", bind.dump(), "application/json");
     ASSERT_EQ(json::parse(b->body)["Error"], "") << b->body;
   }
@@ -214,8 +218,10 @@ TEST(KubeClient, ServeAgainstTheApiBindsAndRestartsIdentically) {
   json pod = pod_json({.name = "refused", .gpus = 1});
   api.add_pod(pod);
   http.Post("/filter", json{{"Pod", pod}, {"NodeNames", {"a100-0"}}}.dump(), "application/json");
-  auto b = http.Post("/bind", json{{"PodName", "refused"}, {"PodNamespace", "ml"}, {"PodUID", "uid-refused"},
-                                   {"Node", "a100-0"}}.dump(), "application/json");
+  auto b = http.Post(
+      "/bind",
+      json{{"PodName", "refused"}, {"PodNamespace", "ml"}, {"PodUID", "uid-refused"}, {"Node", "a100-0"}}.dump(),
+      "application/json");
   EXPECT_NE(json::parse(b->body)["Error"].get<std::string>().find("binding refused"), std::string::npos);
   EXPECT_EQ(service.assignments().count("ml/refused"), 0u);
   server.stop();

@@ -154,17 +154,17 @@ class TlsFakeApi {
       record(req);
       res.set_content(testing::list_json({node_json({"a100-0"})}).dump(), "application/json");
     });
-    srv_.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this](const httplib::Request& req,
-                                                                   httplib::Response& res) {
-      record(req);
-      res.set_content("{}", "application/json");
-    });
-    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)", [this](const httplib::Request& req,
-                                                                         httplib::Response& res) {
-      record(req);
-      res.status = 201;
-      res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
-    });
+    srv_.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 record(req);
+                 res.set_content("{}", "application/json");
+               });
+    srv_.Post(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding)",
+              [this](const httplib::Request& req, httplib::Response& res) {
+                record(req);
+                res.status = 201;
+                res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
+              });
     port_ = srv_.bind_to_any_port("127.0.0.1");
     if (port_ <= 0) throw std::runtime_error("cannot bind the HTTPS fake API server");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
@@ -244,13 +244,9 @@ class KubeClientTls : public ::testing::Test {
   std::string ca_pem_, other_ca_pem_, ca_file_, other_ca_file_;
 };
 
-TEST_F(KubeClientTls, CaFileVerifiesTheServerAndTheTokenArrives) {
-  expect_listed(config(ca_file_, ""), "tls-token");
-}
+TEST_F(KubeClientTls, CaFileVerifiesTheServerAndTheTokenArrives) { expect_listed(config(ca_file_, ""), "tls-token"); }
 
-TEST_F(KubeClientTls, CaPemDataVerifiesTheServer) {
-  expect_listed(config("", ca_pem_), "tls-token");
-}
+TEST_F(KubeClientTls, CaPemDataVerifiesTheServer) { expect_listed(config("", ca_pem_), "tls-token"); }
 
 TEST_F(KubeClientTls, KubeconfigCertificateAuthorityDataVerifiesTheServer) {
   const std::string token_file = write_file("token", "file-token\n");
@@ -269,7 +265,7 @@ users:
 - name: sa
   user: {{tokenFile: {}}}
 )",
-                                                                      api_.url(), base64(ca_pem_), token_file));
+                                                                     api_.url(), base64(ca_pem_), token_file));
   KubeConfig c = read_kubeconfig(path);
   EXPECT_EQ(c.server, api_.url());
   EXPECT_EQ(c.ca_data, ca_pem_);
@@ -359,7 +355,7 @@ contexts:
 users:
 - {{name: u, user: {}}}
 )",
-                                                        api_.url(), user_yaml)));
+                                                       api_.url(), user_yaml)));
   }
   void expect_listed(const KubeConfig& c) {
     const size_t before = api_.call_count();
@@ -411,15 +407,15 @@ TEST_F(KubeClientMtls, ClientCertificateFilesRelativeToTheKubeconfig) {
 }
 
 TEST_F(KubeClientMtls, ClientCertificateData) {
-  KubeConfig c = load(fmt::format("{{client-certificate-data: {}, client-key-data: {}}}", base64(pem(client_.cert.get())),
-                                  base64(pem(client_.key.get()))));
+  KubeConfig c = load(fmt::format("{{client-certificate-data: {}, client-key-data: {}}}",
+                                  base64(pem(client_.cert.get())), base64(pem(client_.key.get()))));
   EXPECT_EQ(c.client_cert_data, pem(client_.cert.get()));
   EXPECT_EQ(c.client_cert_file, "");
   expect_listed(c);
   // Data for the certificate and a file for the key mix.
   write("creds/client.key", pem(client_.key.get()));
-  expect_listed(load(fmt::format("{{client-certificate-data: {}, client-key: creds/client.key}}",
-                                 base64(pem(client_.cert.get())))));
+  expect_listed(load(
+      fmt::format("{{client-certificate-data: {}, client-key: creds/client.key}}", base64(pem(client_.cert.get())))));
 }
 
 TEST_F(KubeClientMtls, ExecPluginSuppliesTheClientCertificate) {

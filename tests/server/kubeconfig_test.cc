@@ -51,7 +51,8 @@ class AuthFakeApi {
     });
     srv_.Get("/api/v1/pods", [list](const httplib::Request& req, httplib::Response& res) {
       list(req, res,
-           testing::list_json({testing::pod_json({.name = "train", .gpus = 2, .node = "a100-0", .assigned = "a100-0:0,1"})}));
+           testing::list_json(
+               {testing::pod_json({.name = "train", .gpus = 2, .node = "a100-0", .assigned = "a100-0:0,1"})}));
     });
     port_ = srv_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
@@ -200,12 +201,11 @@ TEST_F(Kubeconfig, ExecPluginTokenWithArgsEnvAndExecInfo) {
 }
 
 TEST_F(Kubeconfig, ExecPluginV1beta1WithoutClusterInfo) {
-  const std::string script =
-      plugin("p.sh", R"({"token":"beta"})", "client.authentication.k8s.io/v1beta1");
+  const std::string script = plugin("p.sh", R"({"token":"beta"})", "client.authentication.k8s.io/v1beta1");
   KubeConfig c = read_kubeconfig(kubeconfig("config", fmt::format(R"(    exec:
       apiVersion: client.authentication.k8s.io/v1beta1
       command: {})",
-                                                                 script)));
+                                                                  script)));
   EXPECT_EQ(KubeClient(c, 5).list_nodes().error, "");
   EXPECT_EQ(last_auth(), "Bearer beta");
   json info = json::parse(testing::read_file(script + ".info"));
@@ -225,8 +225,10 @@ TEST_F(Kubeconfig, ExecPluginExpiredTokenIsFetchedAgain) {
   EXPECT_EQ(api_.auths(), (std::vector<std::string>{"Bearer p-1", "Bearer p-2"}));
   EXPECT_EQ(src->runs(), 2);
   // One that is still valid is cached.
-  const std::string future = plugin("future.sh", R"({"token":"f-%N","expirationTimestamp":"2999-01-01T00:00:00.5+02:00"})");
-  auto cached = std::make_shared<ExecCredentialSource>(ExecPluginConfig{.api_version = p.api_version, .command = future});
+  const std::string future =
+      plugin("future.sh", R"({"token":"f-%N","expirationTimestamp":"2999-01-01T00:00:00.5+02:00"})");
+  auto cached =
+      std::make_shared<ExecCredentialSource>(ExecPluginConfig{.api_version = p.api_version, .command = future});
   EXPECT_EQ(cached->get().token, "f-1");
   EXPECT_EQ(cached->get().token, "f-1");
   EXPECT_EQ(cached->runs(), 1);
@@ -281,7 +283,8 @@ TEST_F(Kubeconfig, ExecPluginBadOutputTimeoutFloodAndMissingCommand) {
   EXPECT_NE(e.find("expirationTimestamp \"tomorrow\""), std::string::npos) << e;
   // Past its time: killed (with what it left running), quickly.
   const auto t0 = std::chrono::steady_clock::now();
-  e = err({.api_version = v1, .command = write("slow.sh", "#!/bin/sh\nsleep 30 &\nsleep 30\n", true), .timeout_ms = 300});
+  e = err(
+      {.api_version = v1, .command = write("slow.sh", "#!/bin/sh\nsleep 30 &\nsleep 30\n", true), .timeout_ms = 300});
   EXPECT_NE(e.find("no answer within 300 ms"), std::string::npos) << e;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
   // Too much output.
@@ -362,12 +365,12 @@ TEST_F(Kubeconfig, ResolutionOrderExplicitThenEnvThenHome) {
   EXPECT_EQ(token({.kubeconfig_env = env_cfg, .home = dir_ + "/home"}), "env");
   EXPECT_EQ(token({.kubeconfig_env = "", .home = dir_ + "/home"}), "home");
   // Nothing found (and not in a cluster): the error lists what was tried.
-  std::string e = error_of([&] {
-    resolve_kube_config({.kubeconfig_env = "", .home = dir_ + "/nohome", .allow_in_cluster = false});
-  });
+  std::string e = error_of(
+      [&] { resolve_kube_config({.kubeconfig_env = "", .home = dir_ + "/nohome", .allow_in_cluster = false}); });
   EXPECT_NE(e.find(dir_ + "/nohome/.kube/config: no such file"), std::string::npos) << e;
   e = error_of([&] {
-    resolve_kube_config({.kubeconfig_env = dir_ + "/x:" + dir_ + "/y", .home = dir_ + "/home", .allow_in_cluster = false});
+    resolve_kube_config(
+        {.kubeconfig_env = dir_ + "/x:" + dir_ + "/y", .home = dir_ + "/home", .allow_in_cluster = false});
   });
   EXPECT_NE(e.find("none of its files exist"), std::string::npos) << e;
   // An explicit file must exist.

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "policy/registry.h"
 #include "../sched/sched_fixture.h"
+#include "policy/registry.h"
 
 namespace gpupack {
 namespace {
@@ -59,9 +59,9 @@ struct BackfillCase {
     nodes = uniform_nodes(4, 8);
     nodes.push_back({"t4", 64000, 524288, 8, model("T4")});
     const ModelMask v100 = model_bit(model("V100M32"));
-    w.jobs = {job("A", 0, 2, 8, 100, 100, 0, v100),     job("B", 0, 1, 8, 1000, 1000, 0, v100),
-              job("H", 1, 3, 8, 100, 100, 0, v100),     job("S1", 2, 1, 8, 50, 50, 0, v100),
-              job("S2", 3, 1, 8, 500, 500, 0, v100),    job("S3", 4, 1, 8, 10, std::nullopt, 0, v100),
+    w.jobs = {job("A", 0, 2, 8, 100, 100, 0, v100),      job("B", 0, 1, 8, 1000, 1000, 0, v100),
+              job("H", 1, 3, 8, 100, 100, 0, v100),      job("S1", 2, 1, 8, 50, 50, 0, v100),
+              job("S2", 3, 1, 8, 500, 500, 0, v100),     job("S3", 4, 1, 8, 10, std::nullopt, 0, v100),
               job("T", 5, 1, 8, 500, std::nullopt, 0, 0)};
   }
 };

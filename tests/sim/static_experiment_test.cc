@@ -111,7 +111,7 @@ TEST(Synthetic, ClusterAndWorkloadFollowTheDocumentedMix) {
     shared += r.is_shared();
   }
   EXPECT_NEAR(static_cast<double>(cpu_only) / w.size(), 0.138, 0.02);  // 1,056 of 7,645 weight
-  EXPECT_NEAR(static_cast<double>(shared) / w.size(), 0.364, 0.02);  // 2,779 of 7,645
+  EXPECT_NEAR(static_cast<double>(shared) / w.size(), 0.364, 0.02);    // 2,779 of 7,645
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ struct NodeShape {
   int gpus = 8;
   std::string cpu = "96";
   std::string memory = "512Gi";
-  std::map<std::string, int> mig;  // profile -> allocatable
+  std::map<std::string, int> mig;                  // profile -> allocatable
   std::map<std::string, std::string> annotations;  // e.g. gpupack.io/gpu-topology
 };
 
@@ -38,9 +38,7 @@ inline nlohmann::json node_json(const NodeShape& s) {
           {"metadata", meta},
           {"spec", nlohmann::json::object()},
           {"status",
-           {{"capacity", alloc},
-            {"allocatable", alloc},
-            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+           {{"capacity", alloc}, {"allocatable", alloc}, {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 
 struct PodShape {
@@ -72,9 +70,10 @@ inline nlohmann::json pod_json(const PodShape& s) {
   if (!s.models.empty()) ann["gpupack.io/gpu-models"] = s.models;
   if (!s.assigned.empty()) ann["gpupack.io/assigned-gpus"] = s.assigned;
   for (const auto& [k, v] : s.annotations) ann[k] = v;
-  nlohmann::json spec = {{"schedulerName", "gpupack-scheduler"},
-                         {"containers",
-                          {{{"name", "main"}, {"image", "trainer:1"}, {"resources", {{"limits", limits}, {"requests", limits}}}}}}};
+  nlohmann::json spec = {
+      {"schedulerName", "gpupack-scheduler"},
+      {"containers",
+       {{{"name", "main"}, {"image", "trainer:1"}, {"resources", {{"limits", limits}, {"requests", limits}}}}}}};
   if (!s.node.empty()) spec["nodeName"] = s.node;
   nlohmann::json meta = {{"name", s.name},
                          {"namespace", s.ns},

@@ -14,8 +14,8 @@ inline std::string shared_path(const std::string& rel) { return std::string(GPUP
 
 }  // namespace gpupack::testing
 
-#define GPUPACK_REQUIRE_SHARED(rel)                                                    \
-  do {                                                                                 \
-    if (!std::filesystem::exists(::gpupack::testing::shared_path(rel)))                \
+#define GPUPACK_REQUIRE_SHARED(rel)                                                      \
+  do {                                                                                   \
+    if (!std::filesystem::exists(::gpupack::testing::shared_path(rel)))                  \
       GTEST_SKIP() << "shared data not found: " << ::gpupack::testing::shared_path(rel); \
   } while (0)

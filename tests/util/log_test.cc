@@ -22,11 +22,9 @@ std::string read_all(std::FILE* f) {
 }
 
 TEST(Log, LinesCarryTimestampLevelAndQuotedFields) {
-  const std::string line = format_log_line(LogLevel::kInfo, "serving", {{"addr", "127.0.0.1:8888"},
-                                                                         {"policy", "fgd"},
-                                                                         {"why", "a \"quoted\" value"}});
-  EXPECT_TRUE(std::regex_match(line, std::regex(R"(ts=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z level=info .*)")))
-      << line;
+  const std::string line = format_log_line(
+      LogLevel::kInfo, "serving", {{"addr", "127.0.0.1:8888"}, {"policy", "fgd"}, {"why", "a \"quoted\" value"}});
+  EXPECT_TRUE(std::regex_match(line, std::regex(R"(ts=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z level=info .*)"))) << line;
   EXPECT_THAT(line, ::testing::HasSubstr("msg=serving addr=127.0.0.1:8888 policy=fgd why=\"a \\\"quoted\\\" value\""));
   EXPECT_THAT(format_log_line(LogLevel::kWarn, "two\nlines", {}), ::testing::HasSubstr("msg=\"two\\nlines\""));
 }

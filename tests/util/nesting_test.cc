@@ -9,7 +9,9 @@
 namespace gpupack {
 namespace {
 
-std::string nested_json(int depth) { return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']'); }
+std::string nested_json(int depth) {
+  return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+}
 
 TEST(JsonDepth, AcceptsTheLimitAndRefusesOneLevelMore) {
   EXPECT_FALSE(find_json_depth_over(nested_json(kMaxInputDepth)));
@@ -62,9 +64,9 @@ TEST(YamlDepth, CountsFlowCollectionsAndOneLineBlockIndicators) {
 
 TEST(YamlDepth, BracketsInScalarsCommentsAndBlockScalarsDoNotCount) {
   const std::string many(500, '[');
-  EXPECT_FALSE(find_yaml_depth_over("name: gpu" + many + "\n", 2));                  // plain scalar
-  EXPECT_FALSE(find_yaml_depth_over("name: \"a: " + many + "\"\n", 2));             // double-quoted
-  EXPECT_FALSE(find_yaml_depth_over("name: 'it''s " + many + "'\n", 2));            // single-quoted
+  EXPECT_FALSE(find_yaml_depth_over("name: gpu" + many + "\n", 2));                      // plain scalar
+  EXPECT_FALSE(find_yaml_depth_over("name: \"a: " + many + "\"\n", 2));                  // double-quoted
+  EXPECT_FALSE(find_yaml_depth_over("name: 'it''s " + many + "'\n", 2));                 // single-quoted
   EXPECT_FALSE(find_yaml_depth_over("# - " + many + "\nname: x # [" + many + "\n", 2));  // comments
   EXPECT_FALSE(find_yaml_depth_over("script: |\n  " + many + "\n\n  " + many + "\nnext: [1]\n", 2));
   EXPECT_FALSE(find_yaml_depth_over("- a: >-\n    " + many + "\n- b\n", 2));

@@ -63,11 +63,14 @@ TEST(Excerpt, AroundAnOffsetStartsNearIt) {
 
 TEST(Excerpt, ErrorTextDropsTheLastReadTokenAndBoundsTheRest) {
   const std::string token(1 << 20, 'q');
-  const std::string what = "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error while "
-                           "parsing value - invalid literal; last read: '" + token + "'";
+  const std::string what =
+      "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error while "
+      "parsing value - invalid literal; last read: '" +
+      token + "'";
   const std::string e = error_text(what);
-  EXPECT_EQ(e, "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error while parsing "
-               "value - invalid literal");
+  EXPECT_EQ(e,
+            "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error while parsing "
+            "value - invalid literal");
   EXPECT_LE(error_text(token).size(), 200u);
 }
 
