@@ -41,14 +41,8 @@ void write(const Output& out, const std::string& text) {
   if (!f) throw std::runtime_error(fmt::format("{}: write failed", out.path));
 }
 
-}  // namespace
-
-void add_config_command(CLI::App& app) {
-  auto* cmd =
-      app.add_subcommand("config", "print Kubernetes configuration (device plugin, MIG, descheduler, scheduler, DRA)");
-  cmd->require_subcommand(1);
-
-  // --- sharing ---
+// `config sharing`.
+void add_sharing_subcommand(CLI::App* cmd) {
   struct SharingOpts {
     std::string mode = "time-slicing";
     int replicas = 4;
@@ -75,8 +69,10 @@ void add_config_command(CLI::App& app) {
     for (const auto& r : sharing->resources) cfg.resources.push_back({r, sharing->replicas});
     write(sharing->out, device_plugin_config_yaml(cfg));
   });
+}
 
-  // --- mig ---
+// `config mig`.
+void add_mig_subcommand(CLI::App* cmd) {
   struct MigOpts {
     std::string name = "gpupack";
     std::vector<std::string> layouts;
@@ -150,8 +146,10 @@ void add_config_command(CLI::App& app) {
     cfg.configs["all-disabled"] = {off};
     write(mig->out, to_yaml(cfg));
   });
+}
 
-  // --- descheduler ---
+// `config descheduler`.
+void add_descheduler_subcommand(CLI::App* cmd) {
   struct DeschedOpts {
     std::string strategy = "low";
     int gpu = 20, gpu_target = 50, cpu = 20, cpu_target = 50, memory = 20, memory_target = 50;
@@ -178,8 +176,10 @@ void add_config_command(CLI::App& app) {
     if (!low) cfg.target_thresholds.clear();
     write(ds->out, descheduler_policy_yaml(cfg));
   });
+}
 
-  // --- scheduler ---
+// `config scheduler`.
+void add_scheduler_subcommand(CLI::App* cmd) {
   struct SchedOpts {
     SchedulerExtenderConfig cfg;
     std::string kube_version = fmt::format("1.{}", kSchedulerMaxKubeMinor);
@@ -211,8 +211,10 @@ void add_config_command(CLI::App& app) {
     for (const auto& w : scheduler_config_warnings(sc->cfg)) fmt::print(stderr, "gpupack: warning: {}\n", w);
     write(sc->out, text);
   });
+}
 
-  // --- dra ---
+// `config dra`.
+void add_dra_subcommand(CLI::App* cmd) {
   struct DraOpts {
     DraConfig cfg;
     std::string kube_version = fmt::format("1.{}", kDraMinKubeMinor);
@@ -236,6 +238,19 @@ void add_config_command(CLI::App& app) {
     dra->cfg.kube_minor = parse_kube_minor(dra->kube_version, kDraMinKubeMinor, kDraMaxKubeMinor);
     write(dra->out, dra_config_yaml(dra->cfg));
   });
+}
+
+}  // namespace
+
+void add_config_command(CLI::App& app) {
+  auto* cmd =
+      app.add_subcommand("config", "print Kubernetes configuration (device plugin, MIG, descheduler, scheduler, DRA)");
+  cmd->require_subcommand(1);
+  add_sharing_subcommand(cmd);
+  add_mig_subcommand(cmd);
+  add_descheduler_subcommand(cmd);
+  add_scheduler_subcommand(cmd);
+  add_dra_subcommand(cmd);
 }
 
 }  // namespace gpupack::cli

@@ -522,68 +522,64 @@ std::optional<GpuModelId> find_gpu_model(std::string_view product, const GpuCata
 
 // --- nodes --------------------------------------------------------------
 
-K8sNode parse_node(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument(fmt::format("Node: expected an object, got {}", short_dump(j)));
-  std::string obj = "Node";
-  const json* meta = object_member(obj, j, "metadata", "metadata");
-  if (meta == nullptr) fail(obj, "metadata", "missing");
-  K8sNode n;
-  n.spec.name = string_member(obj, *meta, "name", "metadata.name");
-  if (n.spec.name.empty()) fail(obj, "metadata.name", "missing or empty");
-  obj = "Node " + excerpt(n.spec.name);
-  n.labels = string_map(obj, *meta, "labels", "metadata.labels");
-  n.annotations = string_map(obj, *meta, "annotations", "metadata.annotations");
+namespace {
 
-  if (const json* spec = object_member(obj, j, "spec", "spec")) {
-    n.unschedulable = bool_member(obj, *spec, "unschedulable", "spec.unschedulable");
-    if (const json* taints = array_member(obj, *spec, "taints", "spec.taints")) {
-      for (size_t i = 0; i < taints->size(); ++i) {
-        std::string path = fmt::format("spec.taints[{}]", i);
-        const json& t = (*taints)[i];
-        if (!t.is_object()) fail(obj, path, "expected an object");
-        K8sTaint taint{string_member(obj, t, "key", path + ".key"), string_member(obj, t, "value", path + ".value"),
-                       string_member(obj, t, "effect", path + ".effect")};
-        if (taint.key.empty()) fail(obj, path + ".key", "missing or empty");
-        n.taints.push_back(std::move(taint));
-      }
-    }
+// The steps of parse_node(), in order; `obj` names the node in errors.
+void read_node_spec(const std::string& obj, const json& j, K8sNode& n) {
+  const json* spec = object_member(obj, j, "spec", "spec");
+  if (spec == nullptr) return;
+  n.unschedulable = bool_member(obj, *spec, "unschedulable", "spec.unschedulable");
+  const json* taints = array_member(obj, *spec, "taints", "spec.taints");
+  if (taints == nullptr) return;
+  for (size_t i = 0; i < taints->size(); ++i) {
+    std::string path = fmt::format("spec.taints[{}]", i);
+    const json& t = (*taints)[i];
+    if (!t.is_object()) fail(obj, path, "expected an object");
+    K8sTaint taint{string_member(obj, t, "key", path + ".key"), string_member(obj, t, "value", path + ".value"),
+                   string_member(obj, t, "effect", path + ".effect")};
+    if (taint.key.empty()) fail(obj, path + ".key", "missing or empty");
+    n.taints.push_back(std::move(taint));
   }
+}
 
+void read_node_status(const std::string& obj, const json& j, K8sNode& n) {
   const json* status = object_member(obj, j, "status", "status");
-  if (status != nullptr) {
-    n.capacity = quantity_map(obj, *status, "capacity", "status.capacity");
-    n.allocatable = quantity_map(obj, *status, "allocatable", "status.allocatable");
-    if (const json* conds = array_member(obj, *status, "conditions", "status.conditions")) {
-      for (size_t i = 0; i < conds->size(); ++i) {
-        const json& c = (*conds)[i];
-        std::string path = fmt::format("status.conditions[{}]", i);
-        if (!c.is_object()) fail(obj, path, "expected an object");
-        if (string_member(obj, c, "type", path + ".type") == "Ready") {
-          n.ready = string_member(obj, c, "status", path + ".status") == "True";
-        }
-      }
+  if (status == nullptr) return;
+  n.capacity = quantity_map(obj, *status, "capacity", "status.capacity");
+  n.allocatable = quantity_map(obj, *status, "allocatable", "status.allocatable");
+  const json* conds = array_member(obj, *status, "conditions", "status.conditions");
+  if (conds == nullptr) return;
+  for (size_t i = 0; i < conds->size(); ++i) {
+    const json& c = (*conds)[i];
+    std::string path = fmt::format("status.conditions[{}]", i);
+    if (!c.is_object()) fail(obj, path, "expected an object");
+    if (string_member(obj, c, "type", path + ".type") == "Ready") {
+      n.ready = string_member(obj, c, "status", path + ".status") == "True";
     }
   }
+}
 
-  // Allocatable first, capacity when the resource is not in allocatable.
-  auto resource = [&](std::string_view name) -> std::pair<std::string, const std::string*> {
-    if (auto it = n.allocatable.find(std::string(name)); it != n.allocatable.end()) {
-      return {fmt::format("status.allocatable[\"{}\"]", name), &it->second};
-    }
-    if (auto it = n.capacity.find(std::string(name)); it != n.capacity.end()) {
-      return {fmt::format("status.capacity[\"{}\"]", name), &it->second};
-    }
-    return {"", nullptr};
-  };
+// A resource from allocatable, or from capacity when allocatable lacks it:
+// (field path for errors, quantity text), or ("", nullptr).
+std::pair<std::string, const std::string*> node_resource(const K8sNode& n, std::string_view name) {
+  if (auto it = n.allocatable.find(std::string(name)); it != n.allocatable.end()) {
+    return {fmt::format("status.allocatable[\"{}\"]", name), &it->second};
+  }
+  if (auto it = n.capacity.find(std::string(name)); it != n.capacity.end()) {
+    return {fmt::format("status.capacity[\"{}\"]", name), &it->second};
+  }
+  return {"", nullptr};
+}
 
-  if (auto [field, text] = resource("cpu"); text != nullptr) {
+void read_node_cpu_memory(const std::string& obj, K8sNode& n) {
+  if (auto [field, text] = node_resource(n, "cpu"); text != nullptr) {
     try {
       n.spec.cpu_milli = quantity_milli(quantity_at(obj, field, *text));
     } catch (const std::out_of_range&) {
       fail(obj, field, fmt::format("\"{}\" is out of range", excerpt(*text)));
     }
   }
-  if (auto [field, text] = resource("memory"); text != nullptr) {
+  if (auto [field, text] = node_resource(n, "memory"); text != nullptr) {
     try {
       n.spec.memory_mib = quantity_mib(quantity_at(obj, field, *text), Round::kDown);
     } catch (const std::out_of_range&) {
@@ -591,29 +587,35 @@ K8sNode parse_node(const json& j) {
     }
   }
   if (n.spec.cpu_milli < 0 || n.spec.memory_mib < 0) fail(obj, "status.allocatable", "negative cpu or memory");
+}
 
-  auto label = [&](std::string_view key) -> const std::string* {
-    auto it = n.labels.find(std::string(key));
-    return it == n.labels.end() ? nullptr : &it->second;
-  };
-  auto label_field = [](std::string_view key) { return fmt::format("metadata.labels[\"{}\"]", key); };
+const std::string* node_label(const K8sNode& n, std::string_view key) {
+  auto it = n.labels.find(std::string(key));
+  return it == n.labels.end() ? nullptr : &it->second;
+}
+std::string label_field(std::string_view key) { return fmt::format("metadata.labels[\"{}\"]", key); }
 
-  if (const std::string* v = label("nvidia.com/gpu.replicas")) {
+// Device-plugin labels: replicas, sharing and MIG strategy, GPU memory.
+void read_node_gpu_labels(const std::string& obj, K8sNode& n) {
+  if (const std::string* v = node_label(n, "nvidia.com/gpu.replicas")) {
     int64_t r = strict_int(obj, label_field("nvidia.com/gpu.replicas"), *v, 0, 100000);
     n.gpu_replicas = static_cast<int32_t>(std::max<int64_t>(r, 1));
   }
-  if (const std::string* v = label("nvidia.com/gpu.sharing-strategy")) n.sharing_strategy = *v;
-  if (const std::string* v = label("nvidia.com/mig.strategy")) n.mig_strategy = *v;
-  if (const std::string* v = label("nvidia.com/gpu.memory")) {
+  if (const std::string* v = node_label(n, "nvidia.com/gpu.sharing-strategy")) n.sharing_strategy = *v;
+  if (const std::string* v = node_label(n, "nvidia.com/mig.strategy")) n.mig_strategy = *v;
+  if (const std::string* v = node_label(n, "nvidia.com/gpu.memory")) {
     n.gpu_memory_mib = strict_int(obj, label_field("nvidia.com/gpu.memory"), *v, 0, int64_t{1} << 40);
   }
+}
 
+// GPU resources (whole, shared replicas, MIG devices) and the physical GPU count.
+void read_node_gpus(const std::string& obj, K8sNode& n) {
   std::map<std::string, std::string> gpu_resources;
   for (const auto* m : {&n.capacity, &n.allocatable}) {
     for (const auto& [k, v] : *m) gpu_resources[k] = v;  // allocatable wins
   }
   for (const auto& [name, text] : gpu_resources) {
-    auto [field, t] = resource(name);
+    auto [field, t] = node_resource(n, name);
     if (name == kGpuResource) {
       n.gpu_resource = count_at(obj, field, *t);
     } else if (name == kGpuSharedResource) {
@@ -623,7 +625,6 @@ K8sNode parse_node(const json& j) {
       if (c > 0) n.mig_devices[name.substr(kMigPrefix.size())] = c;
     }
   }
-
   int64_t physical = 0;
   if (n.gpu_shared_resource > 0 || (n.gpu_resource > 0 && n.gpu_replicas > 1)) {
     int64_t advertised = n.gpu_shared_resource > 0 ? n.gpu_shared_resource : n.gpu_resource;
@@ -635,7 +636,7 @@ K8sNode parse_node(const json& j) {
     physical = advertised / n.gpu_replicas;
   } else if (n.gpu_resource > 0) {
     physical = n.gpu_resource;
-  } else if (auto [field, text] = resource("alibabacloud.com/gpu-count"); text != nullptr) {
+  } else if (auto [field, text] = node_resource(n, "alibabacloud.com/gpu-count"); text != nullptr) {
     physical = count_at(obj, field, *text);
   }
   if (physical > kMaxGpusPerNode) {
@@ -643,10 +644,13 @@ K8sNode parse_node(const json& j) {
          fmt::format("{} GPUs exceed the {} GPUs per node gpupack supports", physical, kMaxGpusPerNode));
   }
   n.spec.gpu_count = static_cast<int32_t>(physical);
+}
 
+// The GPU model from the product label; returns the label's field path.
+std::string read_node_product(K8sNode& n) {
   std::string product_field = label_field(kGpuProductLabel);
   for (std::string_view key : {kGpuProductLabel, annotations::kAlibabaGpuCardModel}) {
-    if (const std::string* v = label(key)) {
+    if (const std::string* v = node_label(n, key)) {
       n.gpu_product = *v;
       if (auto id = find_gpu_model(*v)) {
         n.gpu_model_known = true;
@@ -659,6 +663,28 @@ K8sNode parse_node(const json& j) {
   if (n.gpu_memory_mib == 0 && n.gpu_model_known) {
     n.gpu_memory_mib = GpuCatalog::builtin().spec(n.spec.gpu_model).memory_mib;
   }
+  return product_field;
+}
+
+}  // namespace
+
+K8sNode parse_node(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("Node: expected an object, got {}", short_dump(j)));
+  std::string obj = "Node";
+  const json* meta = object_member(obj, j, "metadata", "metadata");
+  if (meta == nullptr) fail(obj, "metadata", "missing");
+  K8sNode n;
+  n.spec.name = string_member(obj, *meta, "name", "metadata.name");
+  if (n.spec.name.empty()) fail(obj, "metadata.name", "missing or empty");
+  obj = "Node " + excerpt(n.spec.name);
+  n.labels = string_map(obj, *meta, "labels", "metadata.labels");
+  n.annotations = string_map(obj, *meta, "annotations", "metadata.annotations");
+  read_node_spec(obj, j, n);
+  read_node_status(obj, j, n);
+  read_node_cpu_memory(obj, n);
+  read_node_gpu_labels(obj, n);
+  read_node_gpus(obj, n);
+  const std::string product_field = read_node_product(n);
   apply_gpu_topology(obj, n);
   // Last, so that a node rejected above registers nothing.
   if (n.spec.gpu_count > 0 && !n.gpu_model_known) {
