@@ -31,15 +31,7 @@ int64_t capacity_fragmentation(const TargetWorkload& target, std::span<const int
     int64_t k_cpu = m.cpu_milli > 0 ? cpu_free_milli / m.cpu_milli : std::numeric_limits<int64_t>::max();
     if (!cpu_capacity && k_cpu >= 1) k_cpu = std::numeric_limits<int64_t>::max();
     if (one_pod) {
-      int fitting = 0;
-      int64_t below = 0;
-      for (int32_t f : gpu_free_milli) {
-        if (f >= m.gpu_milli) {
-          ++fitting;
-        } else {
-          below += f;
-        }
-      }
+      const auto [fitting, below] = gpus_fitting(gpu_free_milli, m.gpu_milli);
       sum += w * (fitting < m.gpu_count || k_cpu < 1 ? free_total : below);
       continue;
     }

@@ -55,15 +55,7 @@ double node_fragmentation_milli(const TargetWorkload& target, GpuModelId model, 
       na += m.popularity * L;
       continue;
     }
-    int fitting = 0;
-    int64_t below = 0;
-    for (int32_t f : gpu_free_milli) {
-      if (f >= m.gpu_milli) {
-        ++fitting;
-      } else {
-        below += f;
-      }
-    }
+    const auto [fitting, below] = gpus_fitting(gpu_free_milli, m.gpu_milli);
     if (fitting < m.gpu_count) {
       (cpu_ok ? q2 : q1) += m.popularity * L;
     } else if (!cpu_ok) {

@@ -23,6 +23,24 @@
 
 namespace gpupack {
 
+// GPUs whose free milli reaches `milli`, and the free milli summed over the
+// others (what a pod needing `milli` per GPU cannot use). O(GPUs).
+struct GpuFit {
+  int fitting = 0;
+  int64_t below_milli = 0;
+};
+inline GpuFit gpus_fitting(std::span<const int32_t> gpu_free_milli, int32_t milli) {
+  GpuFit r;
+  for (int32_t f : gpu_free_milli) {
+    if (f >= milli) {
+      ++r.fitting;
+    } else {
+      r.below_milli += f;
+    }
+  }
+  return r;
+}
+
 struct TargetClass {
   int64_t cpu_milli = 0;
   int32_t gpu_count = 0;
