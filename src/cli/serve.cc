@@ -24,12 +24,13 @@
 #include "server/kubeconfig.h"
 #include "server/metrics.h"
 #include "util/files.h"
+#include "util/log.h"
 
 namespace gpupack::cli {
 namespace {
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) { g_stop = true; }
+std::atomic<int> g_stop{0};  // the signal that asked to stop; 0 = none
+extern "C" void on_signal(int sig) { g_stop = sig; }
 
 struct ServeFlags {
   std::string listen = "127.0.0.1:8888";
@@ -38,6 +39,7 @@ struct ServeFlags {
   std::string policy = "fgd";
   std::string nodes, pods, pods_out, port_file;
   std::string kubeconfig, context;
+  std::string log_level = "info";
   bool in_cluster = false;
   int resync_s = 0;
   int threads = 8;
@@ -86,6 +88,7 @@ void write_atomically(const std::string& path, const std::string& text) {
 }
 
 void run_serve(const ServeFlags& f) {
+  set_log_level(f.log_level);
   const bool snapshot = !f.nodes.empty() || !f.pods.empty();
   ServiceOptions so;
   so.policy = f.policy;
@@ -105,10 +108,10 @@ void run_serve(const ServeFlags& f) {
     auto pods = parse_pod_list(pod_text, f.pods);
     auto objects = raw_items(pod_text, f.pods);
     for (const std::string& u : service.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
-      fmt::print(stderr, "gpupack serve: not attributed: {}\n", u);
+      log_warn("pod not attributed", {{"pod", u}});
   } else {
     KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
-    fmt::print(stderr, "gpupack serve: API {} from {}\n", cfg.server, cfg.source);
+    log_info("API server", {{"server", cfg.server}, {"source", cfg.source}});
     client = std::make_unique<KubeClient>(cfg);
     binder = std::make_unique<KubeBinder>(*client);
     WatchOptions w;
@@ -131,8 +134,11 @@ void run_serve(const ServeFlags& f) {
   HttpServer main_server(service, main_opts, latency, counters);
   const int bound = main_server.start();
   std::unique_ptr<HttpServer> metrics_server;
+  int metrics_port = 0;
+  std::string metrics_host;
   if (!f.metrics_listen.empty()) {
     auto [mhost, mport] = split_listen("--metrics-listen", f.metrics_listen);
+    metrics_host = mhost;
     HttpOptions m = f.http;  // same limits, certificate and token; no client CA (probes have none)
     m.tls_client_ca_file.clear();
     m.host = mhost;
@@ -140,10 +146,15 @@ void run_serve(const ServeFlags& f) {
     m.serve_extender = false;
     m.threads = 2;
     metrics_server = std::make_unique<HttpServer>(service, m, latency, counters);
-    metrics_server->start();
+    metrics_port = metrics_server->start();
   }
   if (!f.port_file.empty()) write_atomically(f.port_file, fmt::format("{}\n", bound));
-  fmt::print(stderr, "gpupack serve: policy {}, listening on {}:{}{}\n", f.policy, host, bound, main_opts.url_prefix);
+  LogFields started = {{"mode", snapshot ? "snapshot" : "api"},
+                       {"policy", f.policy},
+                       {"listen", fmt::format("{}:{}{}", host, bound, main_opts.url_prefix)},
+                       {"tls", main_opts.tls_cert_file.empty() ? "off" : "on"}};
+  if (metrics_server) started.push_back({"metrics_listen", fmt::format("{}:{}", metrics_host, metrics_port)});
+  log_info("serving", started);
 
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -158,7 +169,7 @@ void run_serve(const ServeFlags& f) {
     if (watch) {
       // Say what went wrong with the API once, not on every retry.
       const std::string error = watch->stats().last_error;
-      if (!error.empty() && error != reported_error) fmt::print(stderr, "gpupack serve: {}\n", error);
+      if (!error.empty() && error != reported_error) log_error("API watch", {{"error", error}});
       reported_error = error;
     }
   }
@@ -169,6 +180,7 @@ void run_serve(const ServeFlags& f) {
   });
   main_server.stop();
   metrics_stop.join();
+  log_info("stopped", {{"signal", g_stop.load() == SIGTERM ? "SIGTERM" : "SIGINT"}});
 }
 
 }  // namespace
@@ -197,6 +209,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--resync", flags->resync_s,
                   "API mode: besides watching, relist nodes and pods every N seconds (0 = only when a watch needs it)")
       ->capture_default_str();
+  cmd->add_option("--log-level", flags->log_level, "error, warn, info or debug (logfmt lines on stderr)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
   cmd->add_option("--threads", flags->threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 256));
   cmd->add_option("--read-timeout", flags->read_timeout_s, "seconds before a slow client is cut off")
       ->capture_default_str()

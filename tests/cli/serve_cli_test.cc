@@ -1,5 +1,6 @@
 // `gpupack serve` as a process: snapshot mode, bind over HTTP, kill -9,
 // restart from the written-back pods, same GPU assignments; flag errors.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -28,10 +29,15 @@ std::string slurp(const std::string& path) {
 struct ServeProcess {
   pid_t pid = -1;
   int port = 0;
-  ServeProcess(const std::vector<std::string>& args, const std::string& port_file) {
+  ServeProcess(const std::vector<std::string>& args, const std::string& port_file,
+               const std::string& stderr_file = "") {
     std::remove(port_file.c_str());
     pid = fork();
     if (pid == 0) {
+      if (!stderr_file.empty()) {
+        FILE* f = std::fopen(stderr_file.c_str(), "w");
+        if (f != nullptr) dup2(fileno(f), 2);
+      }
       std::vector<char*> argv;
       static std::string bin = GPUPACK_BINARY;
       argv.push_back(bin.data());
@@ -115,6 +121,29 @@ TEST(ServeCli, RestartAfterKillKeepsEveryAssignment) {
       port_file);
   ASSERT_GT(again.port, 0);
   EXPECT_EQ(allocation_lines(again.port), first);
+}
+
+TEST(ServeCli, LogsSayWhereItServesWithRealPortsAndWhenItStops) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/lg_nodes.json") << testing::list_json({testing::node_json({"n0"})}).dump();
+  std::ofstream(dir + "/lg_pods.json") << testing::list_json({}).dump();
+  const std::string port_file = dir + "/lg_port", log = dir + "/lg_stderr";
+  ServeProcess s({"serve", "--nodes", dir + "/lg_nodes.json", "--pods", dir + "/lg_pods.json", "--listen",
+                  "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--port-file", port_file, "--log-level", "debug"},
+                 port_file, log);
+  ASSERT_GT(s.port, 0);
+  ::kill(s.pid, SIGTERM);
+  int status = 0;
+  waitpid(s.pid, &status, 0);
+  s.pid = -1;
+  EXPECT_TRUE(WIFEXITED(status)) << status;
+  const std::string text = slurp(log);
+  EXPECT_THAT(text, ::testing::HasSubstr("level=info msg=serving mode=snapshot policy=fgd listen=127.0.0.1:" +
+                                         std::to_string(s.port) + " "))
+      << text;
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("metrics_listen=127.0.0.1:0 "))) << text;  // the real port
+  EXPECT_THAT(text, ::testing::HasSubstr("metrics_listen=127.0.0.1:")) << text;
+  EXPECT_THAT(text, ::testing::HasSubstr("level=info msg=stopped signal=SIGTERM")) << text;
 }
 
 TEST(ServeCli, BadFlagsAndFilesFailClearly) {
