@@ -60,7 +60,7 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
     all.push_back(&p);
     if (p.node_name.empty() && (p.request.is_gpu() || p.is_mig())) pending.push_back(&p);
   }
-  const std::shared_ptr<TargetWorkload> target = expected_workload(all);
+  const std::shared_ptr<TargetWorkload> target = expected_workload(all, node_index, nodes);
   const ClusterMetrics m = cluster_metrics(state, *target, probe_requests(nodes, pending, *target));
   r.nodes = m.node_count;
   r.bound_pods = m.bound_pods;

@@ -13,9 +13,14 @@ namespace gpupack {
 
 ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
                                  const std::unordered_map<std::string, int>& node_index,
-                                 const std::vector<K8sPod>& pods, std::span<const uint8_t> skip) {
+                                 const std::vector<K8sPod>& pods, std::span<const uint8_t> skip,
+                                 const GpuChooser& choose) {
   ChargeResult out;
-  std::vector<std::pair<size_t, int>> unknown;  // (pod, node) charged in the second pass
+  // (pod, node) charged in the second pass, in list order: pods whose GPU ids
+  // are unknown and pods without GPUs. Their order matters: FGD's GPU choice
+  // weighs the CPU left on the node, so replaying them in the order they
+  // arrived repeats the choices made when they were placed one by one.
+  std::vector<std::pair<size_t, int>> unknown;
   auto conflict = [&](const K8sPod& pod, const std::string& why) {
     ++out.conflicts;
     out.messages.push_back(fmt::format("{}: {}", pod.key(), why));
@@ -33,6 +38,10 @@ ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>
     const NodeId n{it->second};
     const Request req = model_request(pod, node);
     const HeldGpus held = held_gpus(pod, node, req);
+    if (held.kind == HeldGpus::Kind::kNone && req.is_plain() && !state.has_hardware_setup(n)) {
+      unknown.emplace_back(i, it->second);
+      continue;
+    }
     if (held.kind == HeldGpus::Kind::kUnknown) {
       if (!held.why.empty())
         out.messages.push_back(fmt::format("{}: {} (charged on GPUs gpupack chose)", pod.key(), held.why));
@@ -53,7 +62,8 @@ ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>
     const K8sPod& pod = pods[i];
     const Request req = model_request(pod, nodes[static_cast<size_t>(node)]);
     std::string why;
-    const Placement p = choose_placement(state, NodeId{node}, req, {}, &why);
+    Placement p = choose ? choose(state, NodeId{node}, req) : choose_placement(state, NodeId{node}, req, {}, &why);
+    if (!p.ok() && why.empty()) (void)choose_placement(state, NodeId{node}, req, {}, &why);
     if (!p.ok()) {
       conflict(pod, fmt::format("over-committed on node {}: {} GPUs x {} milli claimed, {}", pod.node_name,
                                 req.gpu_count, req.gpu_milli, why));
@@ -64,16 +74,32 @@ ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>
       conflict(pod, fmt::format("over-committed on node {}: {}", pod.node_name, st.message));
       continue;
     }
-    out.unknown_ids.push_back(PodId{static_cast<int32_t>(i)});
+    if (req.is_gpu() || !req.mig_devices.empty()) out.unknown_ids.push_back(PodId{static_cast<int32_t>(i)});
   }
   return out;
 }
 
-std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods) {
+std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods,
+                                                  const std::unordered_map<std::string, int>& node_index,
+                                                  const std::vector<K8sNode>& nodes) {
   std::vector<Request> reqs;
-  for (const K8sPod* p : pods)
-    if (p->request.is_gpu()) reqs.push_back(p->request);
-  if (reqs.empty()) {
+  bool any_gpu = false;
+  for (const K8sPod* p : pods) {
+    if (p->request.is_gpu()) {
+      any_gpu = true;
+      reqs.push_back(p->request);
+      continue;
+    }
+    // A pod without GPUs competes for GPU nodes' CPU while it is pending or
+    // when it runs on one (FGD's CPU-only classes); elsewhere it does not.
+    if (!p->node_name.empty()) {
+      auto it = node_index.find(p->node_name);
+      if (it == node_index.end() || nodes[static_cast<size_t>(it->second)].spec.gpu_count == 0) continue;
+    }
+    reqs.push_back(p->request);
+  }
+  if (!any_gpu) {
+    reqs.clear();
     for (int32_t g : {1, 1, 1, 2, 4, 8}) reqs.push_back(Request{4000LL * g, 0, g, kGpuMilliPerGpu, 0});
     for (int32_t m : {250, 500, 500}) reqs.push_back(Request{2000, 0, 1, m, 0});
   }

@@ -10,8 +10,10 @@
 //   own annotation. First every pod whose GPUs are known (its
 //   gpupack.io/assigned-gpus annotation) and every pod without GPUs, then
 //   the pods whose GPU ids are unknown (placed by another scheduler, or an
-//   unusable annotation) on the GPUs the engine would choose
-//   (choose_placement), until the pod says otherwise.
+//   unusable annotation) and the pods without GPUs, in list order, the
+//   former on the GPUs `choose` picks on their node (default:
+//   choose_placement; the extender passes its policy's choice), until the
+//   pod says otherwise.
 // - Nothing is silently absorbed: a pod that does not fit what its node has
 //   left (more GPUs claimed than the node has) is a conflict: not charged,
 //   counted in `conflicts` and named in `messages` ("ns/name: why"); so is a
@@ -24,14 +26,18 @@
 //   gpupack.io/gpu-scope level the node does not declare); "" when none.
 // - pending_reason(): why a pending pod fits no node now: "schedulable", the
 //   dimension that blocked most nodes (model/status.h names), or "no_nodes".
-// - expected_workload(): the FGD target: the GPU pods' requests, else a
-//   default mix (whole 1/2/4/8 GPUs and quarter/half shares).
+// - expected_workload(): the FGD target, as `simulate` builds it from a
+//   trace: the requests of the GPU pods and of the pods without GPUs that
+//   are pending or run on a node with GPUs (FGD's CPU-only classes), in the
+//   order of `pods`; a default mix (whole 1/2/4/8 GPUs and quarter/half
+//   shares) when no pod holds or asks for a GPU.
 // - probe_requests(): the requests stranded capacity is judged by: the
 //   pending pods' distinct requests, else the target's classes.
 // - O(pods x GPUs); not thread-safe for `state`.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -41,6 +47,7 @@
 #include "frag/fgd.h"
 #include "io/kubectl.h"
 #include "model/cluster_state.h"
+#include "policy/gpu_choice.h"
 
 namespace gpupack {
 
@@ -50,11 +57,17 @@ struct ChargeResult {
   std::vector<PodId> unknown_ids;
 };
 
+// Chooses the GPUs of a pod on a given node (default: choose_placement).
+using GpuChooser = std::function<Placement(const ClusterState&, NodeId, const Request&)>;
+
 ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
                                  const std::unordered_map<std::string, int>& node_index,
-                                 const std::vector<K8sPod>& pods, std::span<const uint8_t> skip = {});
+                                 const std::vector<K8sPod>& pods, std::span<const uint8_t> skip = {},
+                                 const GpuChooser& choose = {});
 
-std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods);
+std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods,
+                                                  const std::unordered_map<std::string, int>& node_index,
+                                                  const std::vector<K8sNode>& nodes);
 std::vector<Request> probe_requests(const std::vector<K8sNode>& nodes, const std::vector<const K8sPod*>& pending,
                                     const TargetWorkload& target);
 

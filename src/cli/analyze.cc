@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "io/dcgm.h"
 #include "io/kubectl.h"
+#include "io/pod_resources.h"
 #include "server/kube_client.h"
 #include "server/kubeconfig.h"
 #include "util/files.h"
@@ -21,7 +22,7 @@ namespace gpupack::cli {
 namespace {
 
 struct AnalyzeFlags {
-  std::string nodes, pods, dcgm, format = "text", out;
+  std::string nodes, pods, claims, dcgm, format = "text", out;
   std::string kubeconfig, context;
 };
 
@@ -34,24 +35,35 @@ std::string api_list(const KubeResponse& r) {
 void run_analyze(const AnalyzeFlags& f) {
   std::vector<K8sNode> nodes;
   std::vector<K8sPod> pods;
+  std::vector<K8sResourceClaim> claims;
   if (!f.nodes.empty() || !f.pods.empty()) {
     if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
     if (!f.kubeconfig.empty() || !f.context.empty())
       throw std::invalid_argument("give either --nodes/--pods files or --kubeconfig/--context, not both");
     nodes = read_node_list_file(f.nodes);
     pods = read_pod_list_file(f.pods);
+    if (!f.claims.empty()) claims = read_resource_claim_list_file(f.claims);
   } else {
+    if (!f.claims.empty()) throw std::invalid_argument("--claims goes with --nodes/--pods (the live API lists them)");
     // No files: the live cluster, found as kubectl finds it.
     KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
     KubeClient client(cfg, 60);
     nodes = parse_node_list(api_list(client.list_nodes()), "GET " + cfg.server + "/api/v1/nodes");
     pods = parse_pod_list(api_list(client.list_pods()), "GET " + cfg.server + "/api/v1/pods");
+    const KubeResponse c = client.list_resource_claims();
+    if (c.error.empty()) {
+      claims = parse_resource_claim_list(c.body, "GET " + cfg.server + "/apis/resource.k8s.io/v1/resourceclaims");
+    } else if (c.status != 404) {  // 404: the cluster does not serve DRA
+      fmt::print(stderr, "gpupack analyze: {}; GPUs allocated through DRA are not charged\n", c.error);
+    }
   }
+  const std::vector<std::string> claim_notes = apply_resource_claims(pods, claims);
   std::optional<DcgmObservations> obs;
   if (!f.dcgm.empty()) {
     obs = observe_dcgm(parse_prometheus_text(read_file_bounded(f.dcgm), f.dcgm), f.dcgm);
   }
   AnalysisReport r = analyze_cluster(nodes, pods, obs ? &*obs : nullptr);
+  r.unattributed.insert(r.unattributed.end(), claim_notes.begin(), claim_notes.end());
   const std::string text = f.format == "json" ? to_json(r).dump(2) + "\n" : format_text(r);
   if (f.out.empty()) {
     fmt::print("{}", text);
@@ -71,6 +83,8 @@ void add_analyze_command(CLI::App& app) {
                                      "memory right-sizing from kubectl JSON or the live API");
   cmd->add_option("--nodes", flags->nodes, "`kubectl get nodes -o json` output (without --nodes/--pods: the live API)");
   cmd->add_option("--pods", flags->pods, "`kubectl get pods -A -o json` output");
+  cmd->add_option("--claims", flags->claims,
+                  "`kubectl get resourceclaims -A -o json` output: GPUs allocated through DRA are charged");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "read the live cluster with this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)");
   cmd->add_option("--context", flags->context, "kubeconfig context to use instead of current-context");

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "io/kubectl.h"
+#include "io/pod_resources.h"
 #include "policy/registry.h"
 #include "server/cluster_watch.h"
 #include "server/extender_service.h"
@@ -37,7 +38,7 @@ struct ServeFlags {
   std::string metrics_listen;
   std::string url_prefix;
   std::string policy = "fgd";
-  std::string nodes, pods, pods_out, port_file;
+  std::string nodes, pods, claims, pods_out, port_file;
   std::string kubeconfig, context;
   std::string log_level = "info";
   bool in_cluster = false;
@@ -107,9 +108,15 @@ void run_serve(const ServeFlags& f) {
     const std::string pod_text = read_text(f.pods);
     auto pods = parse_pod_list(pod_text, f.pods);
     auto objects = raw_items(pod_text, f.pods);
+    if (!f.claims.empty()) {
+      for (const std::string& m : apply_resource_claims(pods, read_resource_claim_list_file(f.claims)))
+        log_warn("resource claim not charged", {{"detail", m}});
+    }
     for (const std::string& u : service.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
       log_warn("pod not attributed", {{"pod", u}});
   } else {
+    if (!f.claims.empty())
+      throw std::invalid_argument("--claims goes with --nodes/--pods (the API is watched instead)");
     KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
     log_info("API server", {{"server", cfg.server}, {"source", cfg.source}});
     client = std::make_unique<KubeClient>(cfg);
@@ -160,6 +167,7 @@ void run_serve(const ServeFlags& f) {
   std::signal(SIGTERM, on_signal);
   uint64_t written = service.mutation_count();
   std::string reported_error;
+  std::vector<std::string> reported_notes;
   while (!g_stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!f.pods_out.empty() && service.mutation_count() != written) {
@@ -171,6 +179,11 @@ void run_serve(const ServeFlags& f) {
       const std::string error = watch->stats().last_error;
       if (!error.empty() && error != reported_error) log_error("API watch", {{"error", error}});
       reported_error = error;
+      std::vector<std::string> notes = watch->stats().claim_notes;
+      if (notes != reported_notes) {
+        for (const std::string& n : notes) log_warn("resource claim not charged", {{"detail", n}});
+        reported_notes = std::move(notes);
+      }
     }
   }
   if (watch) watch->stop();
@@ -200,6 +213,8 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::IsMember(gpupack::policy_names()));
   cmd->add_option("--nodes", flags->nodes, "start from `kubectl get nodes -o json` (no API server)");
   cmd->add_option("--pods", flags->pods, "start from `kubectl get pods -A -o json` (no API server)");
+  cmd->add_option("--claims", flags->claims,
+                  "with --pods: `kubectl get resourceclaims -A -o json`, GPUs allocated through DRA are charged");
   cmd->add_option("--pods-out", flags->pods_out,
                   "snapshot mode: write the pods (with binds applied) here after every bind");
   cmd->add_option("--port-file", flags->port_file, "write the bound extender port to this file");

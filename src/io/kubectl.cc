@@ -775,6 +775,48 @@ GpuTopology parse_gpu_topology(std::string_view value, int gpu_count) {
 
 // --- pods ---------------------------------------------------------------
 
+namespace {
+
+// spec.resourceClaims names each claim directly (resourceClaimName) or
+// through a template, whose generated claim name status.resourceClaimStatuses
+// gives once the API has made it.
+void read_pod_claims(const std::string& obj, const json& j, K8sPod& p) {
+  std::map<std::string, std::string> generated;
+  const json* status = object_member(obj, j, "status", "status");
+  if (status != nullptr) {
+    if (const json* st = array_member(obj, *status, "resourceClaimStatuses", "status.resourceClaimStatuses")) {
+      for (size_t i = 0; i < st->size(); ++i) {
+        const std::string path = fmt::format("status.resourceClaimStatuses[{}]", i);
+        const json& s = (*st)[i];
+        if (!s.is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(s)));
+        generated[string_member(obj, s, "name", path + ".name")] =
+            string_member(obj, s, "resourceClaimName", path + ".resourceClaimName");
+      }
+    }
+    if (const json* ext =
+            object_member(obj, *status, "extendedResourceClaimStatus", "status.extendedResourceClaimStatus")) {
+      p.extended_resource_claim =
+          string_member(obj, *ext, "resourceClaimName", "status.extendedResourceClaimStatus.resourceClaimName");
+    }
+  }
+  const json* spec = object_member(obj, j, "spec", "spec");
+  const json* claims = spec ? array_member(obj, *spec, "resourceClaims", "spec.resourceClaims") : nullptr;
+  if (claims == nullptr) return;
+  for (size_t i = 0; i < claims->size(); ++i) {
+    const std::string path = fmt::format("spec.resourceClaims[{}]", i);
+    const json& c = (*claims)[i];
+    if (!c.is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(c)));
+    std::string name = string_member(obj, c, "resourceClaimName", path + ".resourceClaimName");
+    if (name.empty()) {
+      auto it = generated.find(string_member(obj, c, "name", path + ".name"));
+      if (it != generated.end()) name = it->second;  // "" until the API made the claim
+    }
+    if (!name.empty()) p.resource_claims.push_back(std::move(name));
+  }
+}
+
+}  // namespace
+
 K8sPod parse_pod(const json& j) {
   if (!j.is_object()) throw std::invalid_argument(fmt::format("Pod: expected an object, got {}", short_dump(j)));
   std::string obj = "Pod";
@@ -797,6 +839,7 @@ K8sPod parse_pod(const json& j) {
   if (const json* status = object_member(obj, j, "status", "status")) {
     p.phase = string_member(obj, *status, "phase", "status.phase");
   }
+  read_pod_claims(obj, j, p);
 
   ResourceTotals totals = effective_requests(obj, *spec);
   p.request.cpu_milli = totals.count("cpu") ? totals["cpu"] : 0;
@@ -806,6 +849,51 @@ K8sPod parse_pod(const json& j) {
   apply_gpupack_annotations(obj, p);
   if (std::string why = p.request.validate(); !why.empty()) fail(obj, "spec.containers[*].resources", why);
   return p;
+}
+
+K8sResourceClaim parse_resource_claim(const json& j) {
+  if (!j.is_object()) {
+    throw std::invalid_argument(fmt::format("ResourceClaim: expected an object, got {}", short_dump(j)));
+  }
+  std::string obj = "ResourceClaim";
+  const json* meta = object_member(obj, j, "metadata", "metadata");
+  if (meta == nullptr) fail(obj, "metadata", "missing");
+  K8sResourceClaim c;
+  c.name = string_member(obj, *meta, "name", "metadata.name");
+  if (c.name.empty()) fail(obj, "metadata.name", "missing or empty");
+  c.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
+  if (c.namespace_name.empty()) c.namespace_name = "default";
+  obj = "ResourceClaim " + excerpt(c.key());
+  const json* status = object_member(obj, j, "status", "status");
+  if (status == nullptr) return c;
+  if (const json* alloc = object_member(obj, *status, "allocation", "status.allocation")) {
+    c.allocated = true;
+    const json* devices = object_member(obj, *alloc, "devices", "status.allocation.devices");
+    const json* results =
+        devices ? array_member(obj, *devices, "results", "status.allocation.devices.results") : nullptr;
+    if (results != nullptr) {
+      for (size_t i = 0; i < results->size(); ++i) {
+        const std::string path = fmt::format("status.allocation.devices.results[{}]", i);
+        const json& r = (*results)[i];
+        if (!r.is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(r)));
+        K8sClaimDevice d{
+            string_member(obj, r, "request", path + ".request"), string_member(obj, r, "driver", path + ".driver"),
+            string_member(obj, r, "pool", path + ".pool"), string_member(obj, r, "device", path + ".device")};
+        if (d.driver.empty() || d.device.empty()) fail(obj, path, "driver and device are required");
+        c.devices.push_back(std::move(d));
+      }
+    }
+  }
+  if (const json* reserved = array_member(obj, *status, "reservedFor", "status.reservedFor")) {
+    for (size_t i = 0; i < reserved->size(); ++i) {
+      const std::string path = fmt::format("status.reservedFor[{}]", i);
+      const json& r = (*reserved)[i];
+      if (!r.is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(r)));
+      if (string_member(obj, r, "resource", path + ".resource") != "pods") continue;
+      c.reserved_for.push_back(string_member(obj, r, "name", path + ".name"));
+    }
+  }
+  return c;
 }
 
 std::vector<K8sNode> parse_node_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected,
@@ -822,6 +910,16 @@ std::vector<K8sNode> parse_node_list(std::string_view text, std::string_view sou
 
 std::vector<K8sPod> parse_pod_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected) {
   return parse_items<K8sPod>(text, source, rejected, [](const json& j) { return parse_pod(j); });
+}
+
+std::vector<K8sResourceClaim> parse_resource_claim_list(std::string_view text, std::string_view source,
+                                                        std::vector<std::string>* rejected) {
+  return parse_items<K8sResourceClaim>(text, source, rejected, [](const json& j) { return parse_resource_claim(j); });
+}
+
+std::vector<K8sResourceClaim> read_resource_claim_list_file(const std::string& path,
+                                                            std::vector<std::string>* rejected) {
+  return parse_resource_claim_list(read_file(path), path, rejected);
 }
 
 std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected,

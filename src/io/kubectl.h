@@ -163,6 +163,12 @@ struct K8sPod {
   std::optional<GangSpec> gang;
   std::optional<GpuAssignmentAnnotation> assigned;
   bool gpu_milli_given = false;  // gpu_milli came from an annotation
+  // DRA: the ResourceClaims the pod uses, by name in its namespace
+  // (spec.resourceClaims[].resourceClaimName, or the generated name in
+  // status.resourceClaimStatuses for a template), and the claim the API made
+  // for its extended resources (status.extendedResourceClaimStatus).
+  std::vector<std::string> resource_claims;
+  std::string extended_resource_claim;
 
   std::string key() const { return namespace_name + "/" + name; }
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
@@ -188,9 +194,28 @@ std::optional<GpuModelId> find_gpu_model(std::string_view product, const GpuCata
 // The product without a trailing "-SHARED" (any case) and trailing spaces.
 std::string_view gpu_product_pool_label(std::string_view product);
 
+// A DRA ResourceClaim (resource.k8s.io v1, v1beta2 or v1beta1: the
+// allocation results have one shape in all three) as far as charging needs
+// it: the devices allocated to it and the pods it is reserved for.
+struct K8sClaimDevice {
+  std::string request;  // the claim's request name
+  std::string driver;   // e.g. gpu.nvidia.com
+  std::string pool;     // the NVIDIA driver names the pool after the node
+  std::string device;   // e.g. gpu-3, gpu-0-mig-1g5gb-19-0
+};
+struct K8sResourceClaim {
+  std::string namespace_name;
+  std::string name;
+  bool allocated = false;  // status.allocation present
+  std::vector<K8sClaimDevice> devices;
+  std::vector<std::string> reserved_for;  // pod names (status.reservedFor, resource "pods")
+  std::string key() const { return namespace_name + "/" + name; }
+};
+
 // Single objects (a parsed JSON value); errors name the object.
 K8sNode parse_node(const nlohmann::json& node);
 K8sPod parse_pod(const nlohmann::json& pod);
+K8sResourceClaim parse_resource_claim(const nlohmann::json& claim);
 
 // Lists (`{"kind":"List","items":[...]}`, also NodeList/PodList) from text.
 // When `rejected` is null the first bad item throws; otherwise bad items are
@@ -206,6 +231,10 @@ std::vector<K8sPod> parse_pod_list(std::string_view json_text, std::string_view 
 std::vector<K8sNode> read_node_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr,
                                          std::vector<std::string>* warnings = nullptr);
 std::vector<K8sPod> read_pod_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr);
+std::vector<K8sResourceClaim> parse_resource_claim_list(std::string_view json_text, std::string_view source,
+                                                        std::vector<std::string>* rejected = nullptr);
+std::vector<K8sResourceClaim> read_resource_claim_list_file(const std::string& path,
+                                                            std::vector<std::string>* rejected = nullptr);
 
 // The pod's request as it would be charged on `node`: shared replicas become
 // ceil(1000 * replicas / node.gpu_replicas) milli of one GPU unless the pod

@@ -15,11 +15,25 @@
 //   holds GPUs but says nothing usable (a pod another scheduler placed, a
 //   device plugin chose the GPUs), with the reason in `why`; kNone for pods
 //   without GPUs.
-// - Pure functions of their arguments; thread-safe.
+// - apply_resource_claims(): the GPUs DRA allocated to bound pods through
+//   ResourceClaims (driver gpu.nvidia.com) become part of those pods, as if
+//   they had asked for them as resources: a full GPU device `gpu-<i>` adds a
+//   whole GPU with a known id (what gpupack.io/assigned-gpus says for
+//   gpupack's own pods), a MIG device `gpu-<i>-mig-<profile>-<gi>-<start>`
+//   one MIG device of that profile. The claim the API made for a pod's
+//   nvidia.com/gpu request (extendedResourceClaimStatus) names the ids of
+//   GPUs the pod already asks for. A claim shared by several pods is
+//   charged once, to the first of them in `pods`. Returns a message per
+//   thing it cannot use ("ns/pod: why": a claim not in `claims`, a device
+//   name not in the driver's forms, a MIG profile no GPU model has, ids that
+//   disagree with the pod's annotation); the pod keeps what could be used.
+// - Pure functions of their arguments (apply_resource_claims edits only
+//   `pods`); thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "io/kubectl.h"
 #include "model/node.h"
@@ -37,5 +51,7 @@ struct HeldGpus {
   std::string why;        // kUnknown: why the annotation could not be used ("" = no annotation)
 };
 HeldGpus held_gpus(const K8sPod& pod, const K8sNode& node, const Request& req);
+
+std::vector<std::string> apply_resource_claims(std::vector<K8sPod>& pods, const std::vector<K8sResourceClaim>& claims);
 
 }  // namespace gpupack

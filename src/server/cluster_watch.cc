@@ -1,5 +1,7 @@
 #include "server/cluster_watch.h"
 
+#include "io/pod_resources.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -11,7 +13,23 @@ namespace {
 
 using nlohmann::json;
 
-const char* path_of(bool nodes) { return nodes ? "/api/v1/nodes" : "/api/v1/pods"; }
+using Kind = ClusterWatch::Kind;
+
+const char* path_of(Kind kind) {
+  switch (kind) {
+    case Kind::kNodes:
+      return "/api/v1/nodes";
+    case Kind::kPods:
+      return "/api/v1/pods";
+    case Kind::kClaims:
+      break;
+  }
+  return "/apis/resource.k8s.io/v1/resourceclaims";
+}
+
+const char* kind_name(Kind kind) {
+  return kind == Kind::kNodes ? "nodes" : kind == Kind::kPods ? "pods" : "resourceclaims";
+}
 
 std::string resource_version(const json& object) {
   if (!object.is_object()) return "";
@@ -21,9 +39,10 @@ std::string resource_version(const json& object) {
   return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : "";
 }
 
-// The store key of a node ("name") or pod ("namespace/name") object, or ""
-// when its metadata has no name.
-std::string key_of(bool nodes, const json& object) {
+// The store key of a node ("name"), pod or claim ("namespace/name") object,
+// or "" when its metadata has no name.
+std::string key_of(Kind kind, const json& object) {
+  const bool nodes = kind == Kind::kNodes;
   if (!object.is_object()) return "";
   auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return "";
@@ -37,11 +56,12 @@ std::string key_of(bool nodes, const json& object) {
   return space + "/" + name->get<std::string>();
 }
 
-// The part of a node or pod object that parse_node / parse_pod read: an
-// event that leaves it unchanged (a heartbeat, a status condition) changes
-// nothing in the model.
-json gpupack_view(bool nodes, const json& object) {
+// The part of a node, pod or claim object that parse_node / parse_pod /
+// parse_resource_claim read: an event that leaves it unchanged (a heartbeat,
+// a status condition) changes nothing in the model.
+json gpupack_view(Kind kind, const json& object) {
   if (!object.is_object()) return object;
+  const bool nodes = kind == Kind::kNodes;
   json view = json::object();
   auto copy = [](const json& from, json& to, std::initializer_list<const char*> keys) {
     if (!from.is_object()) return;
@@ -75,8 +95,10 @@ json gpupack_view(bool nodes, const json& object) {
           }
           st["conditions"] = std::move(c);
         }
+    } else if (kind == Kind::kPods) {
+      copy(*status, st, {"phase", "resourceClaimStatuses", "extendedResourceClaimStatus"});
     } else {
-      copy(*status, st, {"phase"});
+      copy(*status, st, {"allocation", "reservedFor"});
     }
     view["status"] = status->is_object() ? st : *status;
   }
@@ -93,6 +115,10 @@ std::string ClusterWatch::read_entry(Kind kind, const nlohmann::json& object, En
     e.node = parse_node(object);
     return e.node.spec.name;
   }
+  if (kind == Kind::kClaims) {
+    e.claim = parse_resource_claim(object);
+    return e.claim.key();
+  }
   e.pod = parse_pod(object);
   return e.pod.key();
 }
@@ -108,11 +134,25 @@ void ClusterWatch::note_error(const std::string& message) {
 }
 
 bool ClusterWatch::list(Kind kind) {
-  const bool nodes = kind == Kind::kNodes;
-  const std::string what = fmt::format("GET {}", path_of(nodes));
-  KubeResponse r = nodes ? client_.list_nodes() : client_.list_pods();
+  const std::string what = fmt::format("GET {}", path_of(kind));
+  KubeResponse r = kind == Kind::kNodes  ? client_.list_nodes()
+                   : kind == Kind::kPods ? client_.list_pods()
+                                         : client_.list_resource_claims();
+  if (kind == Kind::kClaims && r.status == 404) {
+    // The cluster does not serve resource.k8s.io/v1: no claims to charge.
+    std::lock_guard lock(mu_);
+    if (!claims_.items.empty()) dirty_ = true;
+    claims_ = Store{};
+    stats_.claims = "not served";
+    return false;
+  }
   if (!r.error.empty()) {
-    note_error(fmt::format("listing {}: {}", nodes ? "nodes" : "pods", r.error));
+    note_error(fmt::format("listing {}: {}{}", kind_name(kind), r.error,
+                           kind == Kind::kClaims ? " (GPUs allocated through DRA are not charged)" : ""));
+    if (kind == Kind::kClaims) {
+      std::lock_guard lock(mu_);
+      stats_.claims = "failed";
+    }
     return false;
   }
   json doc = json::parse(r.body, nullptr, false);
@@ -128,7 +168,7 @@ bool ClusterWatch::list(Kind kind) {
     try {
       Entry e;
       const std::string key = read_entry(kind, item, e);
-      e.view = gpupack_view(nodes, item);
+      e.view = gpupack_view(kind, item);
       e.object = std::move(item);
       fresh.items[key] = std::move(e);
     } catch (const std::exception& ex) {
@@ -139,6 +179,7 @@ bool ClusterWatch::list(Kind kind) {
   store(kind) = std::move(fresh);
   dirty_ = true;
   ++stats_.lists;
+  if (kind == Kind::kClaims) stats_.claims = "watched";
   stats_.rejected += rejected;
   stats_.last_error = rejected == 0 ? ""
                                     : fmt::format("{}: skipped {} object(s) gpupack cannot read; the first: {}", what,
@@ -147,10 +188,9 @@ bool ClusterWatch::list(Kind kind) {
 }
 
 bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
-  const bool nodes = kind == Kind::kNodes;
   json event = json::parse(line, nullptr, false);
   if (!event.is_object() || !event.contains("type") || !event["type"].is_string() || !event.contains("object")) {
-    note_error(fmt::format("watch {}: not a watch event: {}", path_of(nodes), line.substr(0, 120)));
+    note_error(fmt::format("watch {}: not a watch event: {}", path_of(kind), line.substr(0, 120)));
     *relist = true;  // the stream cannot be trusted any more
     return false;
   }
@@ -164,7 +204,7 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
     std::string msg = object.is_object() && object.contains("message") && object["message"].is_string()
                           ? object["message"].get<std::string>()
                           : object.dump();
-    note_error(fmt::format("watch {}: error {}: {}", path_of(nodes), code, msg));
+    note_error(fmt::format("watch {}: error {}: {}", path_of(kind), code, msg));
     *relist = true;
     return false;
   }
@@ -177,8 +217,8 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
   ++stats_.events;
   json view;
   if (type != "DELETED") {
-    view = gpupack_view(nodes, object);
-    auto known = s.items.find(key_of(nodes, object));
+    view = gpupack_view(kind, object);
+    auto known = s.items.find(key_of(kind, object));
     if (known != s.items.end() && known->second.view == view) {
       known->second.object = std::move(object);  // nothing gpupack reads changed
       ++stats_.unchanged;
@@ -192,8 +232,8 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
   } catch (const std::exception& ex) {
     // An object gpupack cannot read: forget any earlier version of it.
     ++stats_.rejected;
-    stats_.last_error = fmt::format("watch {}: {}", path_of(nodes), ex.what());
-    if (s.items.erase(key_of(nodes, object)) > 0) dirty_ = true;
+    stats_.last_error = fmt::format("watch {}: {}", path_of(kind), ex.what());
+    if (s.items.erase(key_of(kind, object)) > 0) dirty_ = true;
     return true;
   }
   if (type == "DELETED") {
@@ -207,16 +247,18 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
   return true;
 }
 
-void ClusterWatch::watch_loop(Kind kind) {
-  const bool nodes = kind == Kind::kNodes;
-  const int k = nodes ? 0 : 1;
-  bool relist = false;
+void ClusterWatch::watch_loop(Kind kind, bool listed) {
+  const int k = static_cast<int>(kind);
+  bool relist = !listed;
   while (!stop_) {
     if (relist_wanted_[k].exchange(false)) relist = true;
     interrupt_[k] = stop_.load();
     if (relist) {
       if (!list(kind)) {
-        for (int waited = 0; waited < options_.retry_ms && !stop_; waited += 50)
+        // Claims the API does not serve (or may not be read) are asked for
+        // again rarely: DRA may be turned on, RBAC granted, later.
+        const int wait_ms = kind == Kind::kClaims ? options_.claims_retry_s * 1000 : options_.retry_ms;
+        for (int waited = 0; waited < wait_ms && !stop_ && !relist_wanted_[k]; waited += 50)
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         continue;
       }
@@ -227,7 +269,7 @@ void ClusterWatch::watch_loop(Kind kind) {
       std::lock_guard lock(mu_);
       rv = store(kind).resource_version;
     }
-    const std::string path = fmt::format("{}?watch=1&allowWatchBookmarks=true&timeoutSeconds={}{}", path_of(nodes),
+    const std::string path = fmt::format("{}?watch=1&allowWatchBookmarks=true&timeoutSeconds={}{}", path_of(kind),
                                          options_.watch_timeout_s, rv.empty() ? "" : "&resourceVersion=" + rv);
     const auto opened = std::chrono::steady_clock::now();
     KubeResponse r = client_.stream_lines(
@@ -250,6 +292,7 @@ void ClusterWatch::flush() {
   std::vector<K8sNode> nodes;
   std::vector<K8sPod> pods;
   std::vector<json> objects;
+  std::vector<K8sResourceClaim> claims;
   {
     std::lock_guard lock(mu_);
     if (!dirty_) return;
@@ -262,7 +305,14 @@ void ClusterWatch::flush() {
       pods.push_back(e.pod);
       objects.push_back(e.object);
     }
+    claims.reserve(claims_.items.size());
+    for (const auto& [key, e] : claims_.items) claims.push_back(e.claim);
     ++stats_.flushes;
+  }
+  std::vector<std::string> notes = apply_resource_claims(pods, claims);
+  {
+    std::lock_guard lock(mu_);
+    stats_.claim_notes = std::move(notes);
   }
   for (const std::string& u : service_.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
     note_error("not attributed: " + u);
@@ -278,7 +328,7 @@ void ClusterWatch::flush_loop() {
       // Each watch thread relists its kind and reopens its watch from the
       // new version (a list applied under a running watch could be undone
       // by older events still in flight).
-      for (int k = 0; k < 2; ++k) {
+      for (int k = 0; k < kKinds; ++k) {
         relist_wanted_[k] = true;
         interrupt_[k] = true;
       }
@@ -289,6 +339,9 @@ void ClusterWatch::flush_loop() {
 
 void ClusterWatch::start() {
   if (!list(Kind::kNodes) || !list(Kind::kPods)) throw std::runtime_error(stats().last_error);
+  // Claims are optional: a cluster without DRA, or a role without the
+  // grant, still schedules (the watch thread asks again now and then).
+  const bool claims_listed = list(Kind::kClaims);
   {
     std::lock_guard lock(mu_);
     dirty_ = true;
@@ -299,8 +352,9 @@ void ClusterWatch::start() {
     stats_.flushes = 0;
   }
   stop_ = false;
-  threads_.emplace_back([this] { watch_loop(Kind::kNodes); });
-  threads_.emplace_back([this] { watch_loop(Kind::kPods); });
+  threads_.emplace_back([this] { watch_loop(Kind::kNodes, true); });
+  threads_.emplace_back([this] { watch_loop(Kind::kPods, true); });
+  threads_.emplace_back([this, claims_listed] { watch_loop(Kind::kClaims, claims_listed); });
   threads_.emplace_back([this] { flush_loop(); });
 }
 

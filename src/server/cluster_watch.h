@@ -2,11 +2,19 @@
 // Kubernetes API by list + watch, the way an informer does.
 //
 // Contract:
-// - start() lists nodes and pods (GET /api/v1/nodes, /api/v1/pods), loads
-//   them into the service with set_cluster(), then watches both kinds from
-//   the lists' resourceVersion on two threads; it throws std::runtime_error
-//   naming the call when a first list fails (the server should not start
-//   on no data).
+// - start() lists nodes and pods (GET /api/v1/nodes, /api/v1/pods) and DRA
+//   ResourceClaims (GET /apis/resource.k8s.io/v1/resourceclaims), loads
+//   them into the service with set_cluster(), then watches each kind from
+//   its list's resourceVersion on its own thread; it throws
+//   std::runtime_error naming the call when a first list of nodes or pods
+//   fails (the server should not start on no data). Claims are optional: a
+//   cluster that does not serve them (404) or a role without the grant
+//   leaves DRA GPUs uncharged (stats().claims says which; a refusal is
+//   also last_error) and the claims list is tried again every
+//   `claims_retry_s`.
+// - Before each set_cluster() the claims' GPUs are charged to their pods
+//   (io/pod_resources.h apply_resource_claims); what could not be used is
+//   in stats().claim_notes.
 // - Watch events (ADDED, MODIFIED, DELETED, BOOKMARK) update a private store
 //   of objects keyed by name (nodes) and namespace/name (pods); the store is
 //   pushed into the service with set_cluster() at most every `flush_ms`
@@ -47,19 +55,24 @@ struct WatchOptions {
   int flush_ms = 100;
   int watch_timeout_s = 300;  // asked of the server (timeoutSeconds)
   int retry_ms = 1000;
-  int relist_s = 0;  // 0 = only when the watch needs it
+  int relist_s = 0;         // 0 = only when the watch needs it
+  int claims_retry_s = 60;  // while ResourceClaims cannot be listed
 };
 
 class ClusterWatch {
  public:
   struct Stats {
-    uint64_t events = 0;     // watch events applied
-    uint64_t unchanged = 0;  // of those, events that changed nothing gpupack reads
-    uint64_t lists = 0;      // successful lists (both kinds; the first two included)
-    uint64_t flushes = 0;    // set_cluster() calls after start()
-    uint64_t rejected = 0;   // objects that did not parse
-    std::string last_error;  // "" = none since the last success (a list names what it skipped)
+    uint64_t events = 0;                   // watch events applied
+    uint64_t unchanged = 0;                // of those, events that changed nothing gpupack reads
+    uint64_t lists = 0;                    // successful lists (both kinds; the first two included)
+    uint64_t flushes = 0;                  // set_cluster() calls after start()
+    uint64_t rejected = 0;                 // objects that did not parse
+    std::string last_error;                // "" = none since the last success (a list names what it skipped)
+    std::string claims = "not listed";     // "watched", "not served" (404) or "failed"
+    std::vector<std::string> claim_notes;  // claims not charged at the last flush, and why
   };
+  enum class Kind { kNodes, kPods, kClaims };
+  static constexpr int kKinds = 3;
 
   ClusterWatch(const KubeClient& client, ExtenderService& service, WatchOptions options = {});
   ~ClusterWatch();
@@ -71,12 +84,12 @@ class ClusterWatch {
   Stats stats() const;
 
  private:
-  enum class Kind { kNodes, kPods };
   struct Entry {
     nlohmann::json object;
-    nlohmann::json view;  // the fields gpupack reads (see gpupack_view)
-    K8sNode node;         // kNodes
-    K8sPod pod;           // kPods
+    nlohmann::json view;     // the fields gpupack reads (see gpupack_view)
+    K8sNode node;            // kNodes
+    K8sPod pod;              // kPods
+    K8sResourceClaim claim;  // kClaims
   };
   struct Store {
     std::map<std::string, Entry> items;
@@ -85,21 +98,21 @@ class ClusterWatch {
 
   static std::string read_entry(Kind kind, const nlohmann::json& object, Entry& e);
   bool list(Kind kind);  // replaces the kind's store; false on failure
-  void watch_loop(Kind kind);
+  void watch_loop(Kind kind, bool listed);
   bool apply_event(Kind kind, std::string_view line, bool* relist);  // false = end this watch
   void flush_loop();
   void flush();
   void note_error(const std::string& message);
-  Store& store(Kind kind) { return kind == Kind::kNodes ? nodes_ : pods_; }
+  Store& store(Kind kind) { return kind == Kind::kNodes ? nodes_ : kind == Kind::kPods ? pods_ : claims_; }
 
   const KubeClient& client_;
   ExtenderService& service_;
   WatchOptions options_;
   std::atomic<bool> stop_{false};
-  std::atomic<bool> interrupt_[2] = {false, false};      // per kind (nodes, pods): end the open watch
-  std::atomic<bool> relist_wanted_[2] = {false, false};  // per kind: relist before watching again
-  mutable std::mutex mu_;                                // guards the stores, dirty_ and stats_
-  Store nodes_, pods_;
+  std::atomic<bool> interrupt_[kKinds] = {false, false, false};      // per kind: end the open watch
+  std::atomic<bool> relist_wanted_[kKinds] = {false, false, false};  // per kind: relist before watching again
+  mutable std::mutex mu_;                                            // guards the stores, dirty_ and stats_
+  Store nodes_, pods_, claims_;
   bool dirty_ = false;
   Stats stats_;
   std::vector<std::thread> threads_;

@@ -39,7 +39,7 @@ ExtenderService::ExtenderService(std::string policy_name, uint64_t seed)
     : ExtenderService(ServiceOptions{std::move(policy_name), seed}) {}
 
 ExtenderService::ExtenderService(ServiceOptions options) : options_(std::move(options)) {
-  target_ = expected_workload({});
+  target_ = expected_workload({}, {}, {});
   policy_ = make_policy(options_.policy, {options_.seed, target_});
   scheduler_ = std::make_unique<Scheduler>(*policy_);
   state_ = std::make_unique<ClusterState>(std::vector<NodeSpec>{});
@@ -66,7 +66,11 @@ void ExtenderService::refresh_target_locked() {
   std::vector<const K8sPod*> pods;
   pods.reserve(pods_.size());
   for (const PodEntry& e : pods_) pods.push_back(&e.pod);
-  target_ = expected_workload(pods);
+  reset_policy_locked(pods);
+}
+
+void ExtenderService::reset_policy_locked(const std::vector<const K8sPod*>& pods) {
+  target_ = expected_workload(pods, node_index_, nodes_);
   policy_ = make_policy(options_.policy, {options_.seed, target_});
   scheduler_ = std::make_unique<Scheduler>(*policy_);
 }
@@ -82,6 +86,11 @@ ExtenderService::Carried ExtenderService::carry_locked() const {
       const Assignment& a = state_->assignment(pid);
       c.guesses[e.pod.key()] =
           Carried::Guess{e.pod.uid, nodes_[index(a.node)].spec.name, state_->request(pid), a, e.assumed_at};
+    }
+    if (e.learned == Learned::kObjects && e.gpus_chosen && state_->is_bound(pid)) {
+      const Assignment& a = state_->assignment(pid);
+      c.chosen[e.pod.key()] =
+          Carried::Guess{e.pod.uid, nodes_[index(a.node)].spec.name, state_->request(pid), a, c.now};
     }
     const bool bound = state_->is_bound(pid) && e.learned != Learned::kAssumed;
     if (bound && e.bound_here_at && c.now - *e.bound_here_at < std::chrono::seconds(kAssumeBindS)) {
@@ -216,13 +225,48 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     if (!kept[i].uid.empty() && kept[i].uid != g->second.uid) continue;
     (void)state_->bind(PodId{static_cast<int32_t>(i)}, g->second.request, g->second.assignment);
   }
-  ChargeResult charged = charge_running_pods(*state_, nodes_, node_index_, kept);
+  // A pod another scheduler placed keeps the GPUs gpupack chose for it when
+  // it was first seen there, so that its GPUs do not move between reloads.
+  std::vector<uint8_t> chosen_before(kept.size(), 0);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    auto c = carried.chosen.find(kept[i].key());
+    if (c == carried.chosen.end() || kept[i].node_name != c->second.node || kept[i].assigned) continue;
+    if (kept[i].uid != c->second.uid) continue;
+    auto n = node_index_.find(kept[i].node_name);
+    if (n == node_index_.end() || model_request(kept[i], nodes_[static_cast<size_t>(n->second)]) != c->second.request)
+      continue;
+    const PodId pid{static_cast<int32_t>(i)};
+    if (!state_->is_bound(pid) && state_->bind(pid, c->second.request, c->second.assignment).is_ok())
+      chosen_before[i] = 1;
+  }
+  // The policy of this model (its FGD target from these pods) also chooses
+  // the GPUs of pods whose ids the objects do not give, as it would have
+  // when it placed them.
+  std::vector<const K8sPod*> kept_ptrs;
+  kept_ptrs.reserve(kept.size());
+  for (const K8sPod& p : kept) kept_ptrs.push_back(&p);
+  reset_policy_locked(kept_ptrs);
+  ChargeResult charged = charge_running_pods(
+      *state_, nodes_, node_index_, kept, {}, [this](const ClusterState& state, NodeId node, const Request& req) {
+        const NodeId only[] = {node};
+        const Decision d = scheduler_->evaluate(state, req, only, nullptr);
+        Placement p;
+        if (d.placed()) {
+          p.assignment = d.assignment;
+        } else {
+          p = choose_placement(state, node, req);  // names the dimension that failed
+        }
+        return p;
+      });
+  std::vector<uint8_t> chosen_now(kept.size(), 0);
+  for (PodId p : charged.unknown_ids) chosen_now[index(p)] = 1;
   unattributed_ = std::move(charged.messages);
   counters_.conflicts += static_cast<uint64_t>(charged.conflicts);
   for (size_t i = 0; i < kept.size(); ++i) {
     PodEntry& e = pods_[i];
     const PodId pid{static_cast<int32_t>(i)};
     if (state_->is_bound(pid)) e.learned = e.bound_here_at ? Learned::kBoundHere : Learned::kObjects;
+    e.gpus_chosen = chosen_before[i] != 0 || chosen_now[i] != 0;
     auto g = carried.guesses.find(kept[i].key());
     if (g != carried.guesses.end() && (kept[i].uid.empty() || kept[i].uid == g->second.uid)) {
       if (!kept[i].node_name.empty()) {
@@ -241,7 +285,6 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     e.object = std::move(kept_objects[i]);
   }
   state_->commit();
-  refresh_target_locked();
   ready_ = true;
 }
 

@@ -161,6 +161,7 @@ class ExtenderService {
     std::optional<std::chrono::steady_clock::time_point> bound_here_at;
     std::optional<std::chrono::steady_clock::time_point> from_call_at;
     std::chrono::steady_clock::time_point assumed_at;
+    bool gpus_chosen = false;  // placed by others, on GPUs gpupack chose (the objects name none)
   };
   struct Carried {
     struct Assumed {
@@ -184,6 +185,8 @@ class ExtenderService {
       std::chrono::steady_clock::time_point at;
     };
     std::unordered_map<std::string, Guess> guesses;
+    // Pods placed by others, on the GPUs gpupack chose for them: kept.
+    std::unordered_map<std::string, Guess> chosen;
   };
   struct Counters {
     uint64_t assumed = 0, confirmed = 0, expired = 0, conflicts = 0;
@@ -195,6 +198,7 @@ class ExtenderService {
   void swap_model_locked(ExtenderService& other);
   void rebuild_state_locked();
   void refresh_target_locked();
+  void reset_policy_locked(const std::vector<const K8sPod*>& pods);
   int node_index_locked(const std::string& name) const;
   int add_node_locked(const nlohmann::json& node_object, std::string* error);
   int pod_index_locked(const K8sPod& pod, const nlohmann::json& object);

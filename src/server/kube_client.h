@@ -6,8 +6,9 @@
 //   PEM data) and, for credentials that change (an exec plugin, a rotating
 //   token file), a CredentialSource asked on every call. It is filled by
 //   server/kubeconfig.h (kubeconfig files, in-cluster service account).
-// - list_nodes()/list_pods() GET /api/v1/nodes and /api/v1/pods and return
-//   the body text (a NodeList/PodList); patch_pod_annotations() sends a JSON
+// - list_nodes()/list_pods()/list_resource_claims() GET /api/v1/nodes,
+//   /api/v1/pods and /apis/resource.k8s.io/v1/resourceclaims and return
+//   the body text (a NodeList/PodList/ResourceClaimList); patch_pod_annotations() sends a JSON
 //   merge patch of metadata.annotations; create_binding() POSTs a v1 Binding
 //   to /api/v1/namespaces/{ns}/pods/{name}/binding. Every call returns ""
 //   on a 2xx reply, else an error naming the call, the HTTP status and the
@@ -89,6 +90,11 @@ class KubeClient {
                        const std::string& content_type) const;
   KubeResponse list_nodes() const { return request("GET", "/api/v1/nodes", "", ""); }
   KubeResponse list_pods() const { return request("GET", "/api/v1/pods", "", ""); }
+  // DRA ResourceClaims of every namespace; HTTP 404 where the cluster does
+  // not serve resource.k8s.io/v1.
+  KubeResponse list_resource_claims() const {
+    return request("GET", "/apis/resource.k8s.io/v1/resourceclaims", "", "");
+  }
   std::string patch_pod_annotations(const std::string& ns, const std::string& name,
                                     const std::map<std::string, std::string>& annotations) const;
   std::string create_binding(const std::string& ns, const std::string& name, const std::string& uid,

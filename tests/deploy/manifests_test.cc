@@ -99,6 +99,8 @@ const std::map<std::pair<std::string, std::string>, std::string> kApiCalls = {
     {{"WATCH", "/api/v1/pods"}, "/pods:watch"},
     {{"PATCH", "/api/v1/namespaces/{}/pods/{}"}, "/pods:patch"},                  // gpupack.io/assigned-gpus
     {{"POST", "/api/v1/namespaces/{}/pods/{}/binding"}, "/pods/binding:create"},  // the bind verb
+    {{"GET", "/apis/resource.k8s.io/v1/resourceclaims"}, "resource.k8s.io/resourceclaims:list"},  // DRA GPUs
+    {{"WATCH", "/apis/resource.k8s.io/v1/resourceclaims"}, "resource.k8s.io/resourceclaims:watch"},
     // Not yet: the defrag executor's POST .../pods/{}/eviction -> "/pods/eviction:create".
 };
 

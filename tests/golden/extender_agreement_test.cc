@@ -58,10 +58,7 @@ TEST(ExtenderAgreement, PodByPodEqualsTheEngineInEveryLearningMode) {
     pods.push_back(testing::pod_json(p));
     requests.push_back(parse_pod(pods.back()).request);
   }
-  // FGD is not here yet: from pod 77 on it chooses other nodes than the
-  // engine alone (in all three modes alike), an open difference between the
-  // service's and this test's FGD setup.
-  for (const char* policy : {"bestfit"}) {
+  for (const char* policy : {"bestfit", "fgd", "dotprod", "firstfit", "capfrag"}) {
     // The engine alone, with the same target (the pods' requests).
     ClusterState state(specs);
     auto target = std::make_shared<TargetWorkload>(TargetWorkload::from_requests(requests));

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "server/httplib_config.h"
@@ -22,49 +23,55 @@ using nlohmann::json;
 using testing::node_json;
 using testing::pod_json;
 
-// Lists and watch streams for nodes and pods. Events pushed with send() go
-// to the open watch of that kind; close() ends it (the client reopens).
+// Lists and watch streams for nodes, pods and (when given) DRA
+// ResourceClaims. Events pushed with send() go to the open watch of that
+// kind; close() ends it (the client reopens). Without claims their path is
+// a 404, as on a cluster that does not serve resource.k8s.io/v1.
 class WatchingApi {
  public:
-  WatchingApi(std::vector<json> nodes, std::vector<json> pods) {
+  WatchingApi(std::vector<json> nodes, std::vector<json> pods, std::optional<std::vector<json>> claims = {}) {
     lists_["nodes"] = std::move(nodes);
     lists_["pods"] = std::move(pods);
-    for (const char* kind : {"nodes", "pods"}) {
-      srv_.Get(std::string("/api/v1/") + kind,
-               [this, kind = std::string(kind)](const httplib::Request& req, httplib::Response& res) {
-                 if (!req.has_param("watch")) {
-                   std::lock_guard l(mu_);
-                   ++list_calls_[kind];
-                   if (fail_lists_) {
-                     res.status = 403;
-                     res.set_content(R"({"kind":"Status","message":"nodes is forbidden"})", "application/json");
-                     return;
-                   }
-                   json list = testing::list_json(lists_[kind]);
-                   list["metadata"] = {{"resourceVersion", std::to_string(++rv_)}};
-                   res.set_content(list.dump(), "application/json");
-                   return;
-                 }
-                 {
-                   std::lock_guard l(mu_);
-                   watch_versions_[kind].push_back(req.get_param_value("resourceVersion"));
-                   close_[kind] = false;
-                 }
-                 cv_.notify_all();
-                 res.set_chunked_content_provider("application/json", [this, kind](size_t, httplib::DataSink& sink) {
-                   std::unique_lock l(mu_);
-                   cv_.wait_for(l, std::chrono::milliseconds(50),
-                                [&] { return shutdown_ || close_[kind] || !queue_[kind].empty(); });
-                   if (shutdown_) return false;
-                   while (!queue_[kind].empty()) {
-                     const std::string line = queue_[kind].front() + "\n";
-                     queue_[kind].pop_front();
-                     sink.write(line.data(), line.size());
-                   }
-                   if (close_[kind]) sink.done();
-                   return true;
-                 });
-               });
+    std::vector<std::pair<std::string, std::string>> kinds = {{"nodes", "/api/v1/nodes"}, {"pods", "/api/v1/pods"}};
+    if (claims) {
+      lists_["resourceclaims"] = std::move(*claims);
+      kinds.emplace_back("resourceclaims", "/apis/resource.k8s.io/v1/resourceclaims");
+    }
+    for (const auto& [kind_name, path] : kinds) {
+      srv_.Get(path, [this, kind = kind_name](const httplib::Request& req, httplib::Response& res) {
+        if (!req.has_param("watch")) {
+          std::lock_guard l(mu_);
+          ++list_calls_[kind];
+          if (fail_lists_) {
+            res.status = 403;
+            res.set_content(R"({"kind":"Status","message":"nodes is forbidden"})", "application/json");
+            return;
+          }
+          json list = testing::list_json(lists_[kind]);
+          list["metadata"] = {{"resourceVersion", std::to_string(++rv_)}};
+          res.set_content(list.dump(), "application/json");
+          return;
+        }
+        {
+          std::lock_guard l(mu_);
+          watch_versions_[kind].push_back(req.get_param_value("resourceVersion"));
+          close_[kind] = false;
+        }
+        cv_.notify_all();
+        res.set_chunked_content_provider("application/json", [this, kind](size_t, httplib::DataSink& sink) {
+          std::unique_lock l(mu_);
+          cv_.wait_for(l, std::chrono::milliseconds(50),
+                       [&] { return shutdown_ || close_[kind] || !queue_[kind].empty(); });
+          if (shutdown_) return false;
+          while (!queue_[kind].empty()) {
+            const std::string line = queue_[kind].front() + "\n";
+            queue_[kind].pop_front();
+            sink.write(line.data(), line.size());
+          }
+          if (close_[kind]) sink.done();
+          return true;
+        });
+      });
     }
     port_ = srv_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
@@ -295,6 +302,57 @@ TEST_F(ClusterWatchTest, AFailingFirstListIsAnErrorNamingTheCall) {
     EXPECT_NE(std::string(e.what()).find("403"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(service_.ready());
+}
+
+}  // namespace
+}  // namespace gpupack
+
+namespace gpupack {
+namespace {
+
+TEST(ClusterWatchClaims, DraClaimsAreListedWatchedAndChargedToTheirPods) {
+  WatchingApi api({node_json({.name = "node-a", .gpus = 8})},
+                  {testing::pod_with_claims({.name = "dra", .cpu = "1", .node = "node-a"}, {"c1"})},
+                  std::vector<json>{testing::claim_json("ml", "c1", {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}, {"dra"})});
+  KubeClient client(api.config());
+  ExtenderService service("bestfit");
+  WatchOptions o;
+  o.flush_ms = 20;
+  o.retry_ms = 100;
+  ClusterWatch watch(client, service, o);
+  watch.start();
+  EXPECT_EQ(watch.stats().claims, "watched");
+  EXPECT_EQ(service.assignments().at("ml/dra"), "node-a:0,1,2,3");
+  ASSERT_TRUE(eventually([&] { return api.watch_versions("resourceclaims").size() == 1; }));
+
+  // A second DRA pod, then its claim: charged once the claim arrives.
+  api.send("pods", "ADDED", testing::pod_with_claims({.name = "dra2", .cpu = "1", .node = "node-a"}, {"c2"}));
+  api.send("resourceclaims", "ADDED", testing::claim_json("ml", "c2", {"gpu-6", "gpu-7"}, {"dra2"}));
+  EXPECT_TRUE(eventually([&] { return service.assignments().count("ml/dra2") == 1; }));
+  EXPECT_EQ(service.assignments().at("ml/dra2"), "node-a:6,7");
+  ExtenderArgs a;
+  a.pod = pod_json({.name = "want-3", .cpu = "1", .gpus = 3});
+  a.node_names = std::vector<std::string>{"node-a"};
+  EXPECT_TRUE(service.filter(a).node_names->empty()) << "6 of 8 GPUs are held through DRA";
+
+  // The first claim goes away: its pod names a claim that is not there.
+  api.send("resourceclaims", "DELETED", testing::claim_json("ml", "c1", {"gpu-0", "gpu-1", "gpu-2", "gpu-3"}, {"dra"}));
+  EXPECT_TRUE(eventually([&] { return !watch.stats().claim_notes.empty(); }));
+  EXPECT_NE(watch.stats().claim_notes.at(0).find("ml/dra: ResourceClaim c1"), std::string::npos)
+      << watch.stats().claim_notes.at(0);
+  EXPECT_TRUE(eventually([&] { return service.filter(a).node_names->size() == 1; }));
+  watch.stop();
+}
+
+TEST(ClusterWatchClaims, AClusterWithoutDraStillStarts) {
+  WatchingApi api({node_json({.name = "node-a", .gpus = 8})}, {});
+  KubeClient client(api.config());
+  ExtenderService service("bestfit");
+  ClusterWatch watch(client, service);
+  watch.start();
+  EXPECT_EQ(watch.stats().claims, "not served");
+  EXPECT_EQ(watch.stats().last_error, "");
+  watch.stop();
 }
 
 }  // namespace

@@ -109,6 +109,22 @@ std::string post_request(const std::string& path, const std::string& body, const
          "\r\n" + extra + "\r\n" + body;
 }
 
+// Bytes of resident memory per byte the program itself holds. ThreadSanitizer
+// keeps about four bytes of shadow per heap byte (plus its own allocator's
+// caches); ASan's 1/8 shadow is lost in the 2x margin. Reading the whole 64 MiB
+// body would exceed the bound by an order of magnitude in either build.
+#if defined(__SANITIZE_THREAD__)
+constexpr size_t kResidentPerHeldByte = 6;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr size_t kResidentPerHeldByte = 6;
+#else
+constexpr size_t kResidentPerHeldByte = 1;
+#endif
+#else
+constexpr size_t kResidentPerHeldByte = 1;
+#endif
+
 size_t rss_kib() {
   std::ifstream in("/proc/self/status");
   std::string line;
@@ -256,7 +272,7 @@ TEST_F(HttpHardening, ChunkedBodyOverTheLimitGets413AndMemoryStaysBounded) {
   EXPECT_LT(sent, 64u << 20) << "the server read the whole 64 MiB";
   ::close(fd);
   const size_t growth_kib = rss_kib() - std::min(before, rss_kib());
-  EXPECT_LT(growth_kib, 2 * (o.max_body_bytes >> 10)) << "RSS grew " << growth_kib << " KiB";
+  EXPECT_LT(growth_kib, 2 * kResidentPerHeldByte * (o.max_body_bytes >> 10)) << "RSS grew " << growth_kib << " KiB";
 }
 
 TEST_F(HttpHardening, CompressedBodiesGet415AndAreNeverInflated) {
@@ -351,9 +367,13 @@ TEST_F(HttpHardening, SlowLorisAndIdleConnectionsDoNotStarveANormalClient) {
     }
     ::close(fd);
   }
+  // A starved client waits for a worker or the request deadline: seconds per
+  // call. The median shows the usual latency; the slowest call only has to
+  // stay far below the 10 s deadline, since a loaded CI machine (or a
+  // sanitizer build) stalls any single call now and then.
   std::sort(ms.begin(), ms.end());
   EXPECT_LT(ms[ms.size() / 2], 15.0) << "median " << ms[ms.size() / 2] << " ms";
-  EXPECT_LT(ms.back(), 250.0) << "slowest " << ms.back() << " ms";
+  EXPECT_LT(ms.back(), 2000.0) << "slowest " << ms.back() << " ms";
   for (int fd : idle) ::close(fd);
   for (int fd : loris) ::close(fd);
 }
@@ -454,7 +474,7 @@ TEST_F(HttpHardening, SlowScrapersDoNotDelayHealthz) {
     ASSERT_TRUE(send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
     const std::string reply = read_reply(fd);
     EXPECT_NE(reply.find(" 200 "), std::string::npos) << reply;
-    EXPECT_LT(seconds_since(t0), 0.2);
+    EXPECT_LT(seconds_since(t0), 1.0);  // blocked behind a scraper: the write timeout, seconds
     ::close(fd);
   }
   for (int fd : slow) ::close(fd);

@@ -92,4 +92,49 @@ inline nlohmann::json list_json(std::vector<nlohmann::json> items) {
   return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}};
 }
 
+// An allocated claim as the API shows it (shape of a real NVIDIA DRA driver
+// allocation: request, driver, pool = node name, device).
+inline nlohmann::json claim_json(const std::string& ns, const std::string& name,
+                                 const std::vector<std::string>& devices, const std::vector<std::string>& reserved_for,
+                                 const std::string& driver = "gpu.nvidia.com") {
+  nlohmann::json results = nlohmann::json::array();
+  for (const std::string& d : devices)
+    results.push_back({{"request", "gpus"}, {"driver", driver}, {"pool", "node-a"}, {"device", d}});
+  nlohmann::json reserved = nlohmann::json::array();
+  for (const std::string& p : reserved_for) reserved.push_back({{"resource", "pods"}, {"name", p}, {"uid", "u-" + p}});
+  nlohmann::json request = {{"name", "gpus"},
+                            {"exactly", {{"deviceClassName", "gpu.nvidia.com"}, {"count", devices.size()}}}};
+  nlohmann::json c;
+  c["apiVersion"] = "resource.k8s.io/v1";
+  c["kind"] = "ResourceClaim";
+  c["metadata"] = {{"name", name}, {"namespace", ns}};
+  c["spec"]["devices"]["requests"] = nlohmann::json::array({request});
+  c["status"]["reservedFor"] = reserved;
+  if (!devices.empty()) {
+    nlohmann::json term = {
+        {"matchFields",
+         nlohmann::json::array({{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"node-a"}}}})}};
+    c["status"]["allocation"]["devices"]["results"] = results;
+    c["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"] = nlohmann::json::array({term});
+  }
+  return c;
+}
+
+// A pod using claims by name (resourceClaimName) and through a template
+// (the generated name in status.resourceClaimStatuses).
+inline nlohmann::json pod_with_claims(PodShape shape, const std::vector<std::string>& claim_names,
+                                      const std::map<std::string, std::string>& from_templates = {}) {
+  nlohmann::json p = pod_json(shape);
+  nlohmann::json refs = nlohmann::json::array();
+  for (const std::string& c : claim_names) refs.push_back({{"name", "ref-" + c}, {"resourceClaimName", c}});
+  nlohmann::json statuses = nlohmann::json::array();
+  for (const auto& [ref, generated] : from_templates) {
+    refs.push_back({{"name", ref}, {"resourceClaimTemplateName", "tmpl"}});
+    statuses.push_back({{"name", ref}, {"resourceClaimName", generated}});
+  }
+  p["spec"]["resourceClaims"] = refs;
+  if (!statuses.empty()) p["status"]["resourceClaimStatuses"] = statuses;
+  return p;
+}
+
 }  // namespace gpupack::testing

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Client-side latency of `gpupack serve` as kube-scheduler sees it: the Go
+# extender client of tests/e2e/scheduler (net/http, keep-alive, one call at a
+# time) posts filter then prioritize for one pending 1-GPU pod against an
+# empty cluster of N 8-GPU nodes, in snapshot mode, with NodeNames
+# (nodeCacheCapable: true) and with full Node objects (false). Prints one
+# JSON line per run: p50/p99 of each verb in ms and how many prioritize
+# replies had a unique top node.
+# Usage: bench/extender_client.sh <gpupack-binary> [nodes=5000] [calls=300] [runs=3] [policy=fgd]
+set -euo pipefail
+gpupack="${1:?usage: extender_client.sh <gpupack-binary> [nodes] [calls] [runs] [policy]}"
+nodes="${2:-5000}"
+calls="${3:-300}"
+runs="${4:-3}"
+policy="${5:-fgd}"
+here="$(cd "$(dirname "$0")" && pwd)"
+work="$(mktemp -d)"
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+
+(cd "$here/../tests/e2e/scheduler" && GOCACHE="$work/gocache" GOPATH="$work/gopath" GOPROXY=off GOFLAGS=-mod=mod \
+  go build -o "$work/scheduler" .)
+"$work/scheduler" synth -nodes "$nodes" -out "$work"
+echo '{"kind":"List","items":[]}' > "$work/none.json"
+"$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" --assume off \
+  --listen 127.0.0.1:0 --port-file "$work/port" 2>"$work/serve.log" &
+pid=$!
+for _ in $(seq 1 200); do [ -s "$work/port" ] && break; sleep 0.05; done
+[ -s "$work/port" ] || { cat "$work/serve.log" >&2; exit 1; }
+url="http://127.0.0.1:$(cat "$work/port")"
+for run in $(seq 1 "$runs"); do
+  for mode in names full; do
+    flag=""
+    [ "$mode" = full ] && flag="-full-nodes"
+    echo "{\"run\":$run,\"mode\":\"$mode\",\"nodes\":$nodes,\"stats\":$("$work/scheduler" bench -extender "$url" \
+      -nodes "$work/nodes.json" -pods "$work/pods.json" -calls "$calls" $flag)}"
+  done
+done

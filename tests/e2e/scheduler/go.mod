@@ -1,0 +1,3 @@
+module gpupack/e2e/scheduler
+
+go 1.19

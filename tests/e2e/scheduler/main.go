@@ -1,0 +1,829 @@
+// Command scheduler plays kube-scheduler's part against `gpupack serve` in
+// the end-to-end tests and the client-side latency benchmark. It calls the
+// extender the way kube-scheduler's HTTPExtender does (Go's net/http client
+// with keep-alive, JSON bodies, the reply decoded straight off the body) and,
+// for the API learning mode, serves a small fake Kubernetes API (list, watch,
+// binding, merge patch) for gpupack to read.
+//
+// Subcommands:
+//
+//	openb     write an openb subset as Kubernetes objects (nodes.json, pods.json)
+//	          and as `gpupack simulate` inputs (nodes.csv, pods.csv, order.csv,
+//	          node_rank.csv)
+//	synth     write N empty 8-GPU A100 nodes and one pending 1-GPU pod
+//	fakeapi   serve nodes.json and pods.json as a Kubernetes API
+//	schedule  schedule every pod of pods.json in order: filter, prioritize,
+//	          the highest score (ties by node name), then bind
+//	bench     filter + prioritize one pod many times; client-side quantiles
+//
+// Only Go's standard library is used, so Debian's golang-go builds it offline.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: scheduler openb|synth|fakeapi|schedule|bench [flags]")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "openb":
+		err = runOpenb(os.Args[2:])
+	case "synth":
+		err = runSynth(os.Args[2:])
+	case "fakeapi":
+		err = runFakeAPI(os.Args[2:])
+	case "schedule":
+		err = runSchedule(os.Args[2:])
+	case "bench":
+		err = runBench(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+// ---- Kubernetes objects ----------------------------------------------------
+
+type object = map[string]interface{}
+
+func nodeObject(name, product string, gpus int, cpuMilli, memMiB int64) object {
+	alloc := object{"cpu": fmt.Sprintf("%dm", cpuMilli), "memory": fmt.Sprintf("%dMi", memMiB), "pods": "110"}
+	labels := object{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+	if gpus > 0 {
+		alloc["nvidia.com/gpu"] = strconv.Itoa(gpus)
+		labels["nvidia.com/gpu.product"] = product
+	}
+	return object{
+		"apiVersion": "v1", "kind": "Node",
+		"metadata": object{"name": name, "labels": labels, "uid": "uid-" + name},
+		"spec":     object{},
+		"status": object{"capacity": alloc, "allocatable": alloc,
+			"conditions": []object{{"type": "Ready", "status": "True"}}},
+	}
+}
+
+// podObject: whole GPUs as nvidia.com/gpu, a share of one GPU as
+// gpupack.io/gpu-milli, openb's model list as its own pod annotation.
+func podObject(name string, cpuMilli, memMiB int64, numGPU, gpuMilli int, models string) object {
+	res := object{"cpu": fmt.Sprintf("%dm", cpuMilli), "memory": fmt.Sprintf("%dMi", memMiB)}
+	ann := object{}
+	if numGPU > 0 && gpuMilli >= 1000 {
+		res["nvidia.com/gpu"] = strconv.Itoa(numGPU)
+	} else if numGPU > 0 {
+		ann["gpupack.io/gpu-milli"] = strconv.Itoa(gpuMilli)
+	}
+	if models != "" {
+		ann["alibabacloud.com/gpu-card-model"] = models
+	}
+	return object{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": object{"name": name, "namespace": "default", "uid": "uid-" + name, "annotations": ann},
+		"spec": object{"schedulerName": "gpupack-scheduler",
+			"containers": []object{{"name": "main", "image": "trainer:1",
+				"resources": object{"limits": res, "requests": res}}}},
+		"status": object{"phase": "Pending"},
+	}
+}
+
+func writeList(path, kind string, items []object) error {
+	return writeJSON(path, object{"apiVersion": "v1", "kind": kind,
+		"metadata": object{"resourceVersion": "1"}, "items": items})
+}
+
+func writeJSON(path string, v interface{}) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func readList(path string) ([]object, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var l struct {
+		Items []object `json:"items"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return l.Items, nil
+}
+
+func meta(o object) object { m, _ := o["metadata"].(object); return m }
+func name(o object) string { s, _ := meta(o)["name"].(string); return s }
+func namespace(o object) string {
+	if s, _ := meta(o)["namespace"].(string); s != "" {
+		return s
+	}
+	return "default"
+}
+func uid(o object) string { s, _ := meta(o)["uid"].(string); return s }
+
+// ---- openb / synth ---------------------------------------------------------
+
+func readCSV(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := csv.NewReader(f)
+	r.FieldsPerRecord = -1
+	return r.ReadAll()
+}
+
+func writeCSV(path string, rows [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	if err := w.WriteAll(rows); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func atoi64(path string, row int, s string) (int64, error) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s:%d: %q is not an integer", path, row+1, s)
+	}
+	return v, nil
+}
+
+func runOpenb(args []string) error {
+	fs := flag.NewFlagSet("openb", flag.ExitOnError)
+	dir := fs.String("trace", "", "folder with openb_node_list_gpu_node.csv and openb_pod_list_default.csv")
+	nNodes := fs.Int("nodes", 60, "first N nodes")
+	nPods := fs.Int("pods", 450, "first N pods, in this order")
+	out := fs.String("out", ".", "output folder")
+	fs.Parse(args)
+	nodeCSV := *dir + "/openb_node_list_gpu_node.csv"
+	podCSV := *dir + "/openb_pod_list_default.csv"
+	nodeRows, err := readCSV(nodeCSV)
+	if err != nil {
+		return err
+	}
+	podRows, err := readCSV(podCSV)
+	if err != nil {
+		return err
+	}
+	if len(nodeRows) <= *nNodes || len(podRows) <= *nPods {
+		return fmt.Errorf("the trace has %d nodes and %d pods", len(nodeRows)-1, len(podRows)-1)
+	}
+	// Node CSV: sn,cpu_milli,memory_mib,gpu,model.
+	var nodes []object
+	rank := [][]string{{"node", "rank"}}
+	for i, row := range nodeRows[1 : *nNodes+1] {
+		cpu, err := atoi64(nodeCSV, i+1, row[1])
+		if err != nil {
+			return err
+		}
+		mem, err := atoi64(nodeCSV, i+1, row[2])
+		if err != nil {
+			return err
+		}
+		gpus, err := atoi64(nodeCSV, i+1, row[3])
+		if err != nil {
+			return err
+		}
+		nodes = append(nodes, nodeObject(row[0], row[4], int(gpus), cpu, mem))
+		rank = append(rank, []string{row[0], strconv.Itoa(i)})
+	}
+	// Pod CSV: name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,...
+	var pods []object
+	order := [][]string{{"idx", "pod"}}
+	for i, row := range podRows[1 : *nPods+1] {
+		var v [4]int64
+		for k := 0; k < 4; k++ {
+			if v[k], err = atoi64(podCSV, i+1, row[1+k]); err != nil {
+				return err
+			}
+		}
+		pods = append(pods, podObject(row[0], v[0], v[1], int(v[2]), int(v[3]), row[5]))
+		order = append(order, []string{strconv.Itoa(i), row[0]})
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	for _, w := range []func() error{
+		func() error { return writeList(*out+"/nodes.json", "NodeList", nodes) },
+		func() error { return writeList(*out+"/pods.json", "PodList", pods) },
+		func() error { return writeCSV(*out+"/nodes.csv", nodeRows[:*nNodes+1]) },
+		func() error { return writeCSV(*out+"/pods.csv", podRows[:*nPods+1]) },
+		func() error { return writeCSV(*out+"/order.csv", order) },
+		func() error { return writeCSV(*out+"/node_rank.csv", rank) },
+	} {
+		if err := w(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runSynth(args []string) error {
+	fs := flag.NewFlagSet("synth", flag.ExitOnError)
+	n := fs.Int("nodes", 5000, "nodes")
+	out := fs.String("out", ".", "output folder")
+	fs.Parse(args)
+	var nodes []object
+	for i := 0; i < *n; i++ {
+		nodes = append(nodes, nodeObject(fmt.Sprintf("node-%05d", i), "NVIDIA-A100-SXM4-80GB", 8, 96000, 1<<19))
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := writeList(*out+"/nodes.json", "NodeList", nodes); err != nil {
+		return err
+	}
+	return writeList(*out+"/pods.json", "PodList", []object{podObject("bench-pod", 4000, 16384, 1, 1000, "")})
+}
+
+// ---- fake API --------------------------------------------------------------
+
+type event struct {
+	rv   int64
+	kind string // "nodes" or "pods"
+	line []byte
+}
+
+type fakeAPI struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	rv     int64
+	nodes  []object
+	pods   map[string]object // ns/name
+	order  []string
+	events []event
+}
+
+func (a *fakeAPI) list(w http.ResponseWriter, kind string) {
+	a.mu.Lock()
+	var items []object
+	if kind == "nodes" {
+		items = a.nodes
+	} else {
+		for _, k := range a.order {
+			items = append(items, a.pods[k])
+		}
+	}
+	body, err := json.Marshal(object{"apiVersion": "v1", "kind": map[string]string{"nodes": "NodeList", "pods": "PodList"}[kind],
+		"metadata": object{"resourceVersion": strconv.FormatInt(a.rv, 10)}, "items": items})
+	a.mu.Unlock()
+	if err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(body)
+}
+
+func (a *fakeAPI) watch(w http.ResponseWriter, r *http.Request, kind string) {
+	from, _ := strconv.ParseInt(r.URL.Query().Get("resourceVersion"), 10, 64)
+	timeout, _ := strconv.Atoi(r.URL.Query().Get("timeoutSeconds"))
+	if timeout <= 0 {
+		timeout = 300
+	}
+	deadline := time.Now().Add(time.Duration(timeout) * time.Second)
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	// Wake the waiter at the deadline and when the client goes away.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-time.After(time.Until(deadline)):
+		case <-r.Context().Done():
+		case <-done:
+		}
+		a.mu.Lock()
+		a.cond.Broadcast()
+		a.mu.Unlock()
+	}()
+	next := 0
+	for {
+		a.mu.Lock()
+		for next < len(a.events) && (a.events[next].kind != kind || a.events[next].rv <= from) {
+			next++
+		}
+		for next >= len(a.events) && time.Now().Before(deadline) && r.Context().Err() == nil {
+			a.cond.Wait()
+			for next < len(a.events) && (a.events[next].kind != kind || a.events[next].rv <= from) {
+				next++
+			}
+		}
+		if next >= len(a.events) {
+			a.mu.Unlock()
+			return
+		}
+		line := a.events[next].line
+		next++
+		a.mu.Unlock()
+		if _, err := w.Write(line); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}
+
+// modifyPod applies f to a pod and records a MODIFIED event; under a.mu.
+func (a *fakeAPI) modifyPod(key string, f func(object)) bool {
+	p, ok := a.pods[key]
+	if !ok {
+		return false
+	}
+	f(p)
+	a.rv++
+	meta(p)["resourceVersion"] = strconv.FormatInt(a.rv, 10)
+	line, _ := json.Marshal(object{"type": "MODIFIED", "object": p})
+	a.events = append(a.events, event{a.rv, "pods", append(line, '\n')})
+	a.cond.Broadcast()
+	return true
+}
+
+func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case r.Method == "GET" && (path == "/api/v1/nodes" || path == "/api/v1/pods"):
+		kind := strings.TrimPrefix(path, "/api/v1/")
+		if w1 := r.URL.Query().Get("watch"); w1 == "1" || w1 == "true" {
+			a.watch(w, r, kind)
+		} else {
+			a.list(w, kind)
+		}
+	case strings.HasPrefix(path, "/api/v1/namespaces/"):
+		parts := strings.Split(strings.TrimPrefix(path, "/api/v1/namespaces/"), "/")
+		if len(parts) < 3 || parts[1] != "pods" {
+			http.NotFound(w, r)
+			return
+		}
+		key := parts[0] + "/" + parts[2]
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		var in object
+		if err := json.Unmarshal(body, &in); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		var ok bool
+		switch {
+		case r.Method == "POST" && len(parts) == 4 && parts[3] == "binding":
+			target, _ := in["target"].(object)
+			node, _ := target["name"].(string)
+			if p := a.pods[key]; p != nil {
+				if spec, _ := p["spec"].(object); spec["nodeName"] != nil {
+					http.Error(w, `{"kind":"Status","status":"Failure","reason":"Conflict","code":409}`, 409)
+					return
+				}
+			}
+			ok = a.modifyPod(key, func(p object) {
+				p["spec"].(object)["nodeName"] = node
+				p["status"] = object{"phase": "Running"}
+			})
+		case r.Method == "PATCH" && len(parts) == 3:
+			ok = a.modifyPod(key, func(p object) {
+				m, _ := in["metadata"].(object)
+				ann, _ := m["annotations"].(object)
+				have, _ := meta(p)["annotations"].(object)
+				if have == nil {
+					have = object{}
+					meta(p)["annotations"] = have
+				}
+				for k, v := range ann {
+					have[k] = v
+				}
+			})
+		default:
+			http.Error(w, "not supported by the fake API", 405)
+			return
+		}
+		if !ok {
+			http.Error(w, `{"kind":"Status","status":"Failure","reason":"NotFound","code":404}`, 404)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Success","code":201}`))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func runFakeAPI(args []string) error {
+	fs := flag.NewFlagSet("fakeapi", flag.ExitOnError)
+	nodesPath := fs.String("nodes", "nodes.json", "NodeList")
+	podsPath := fs.String("pods", "pods.json", "PodList")
+	portFile := fs.String("port-file", "", "write the listening port here")
+	fs.Parse(args)
+	nodes, err := readList(*nodesPath)
+	if err != nil {
+		return err
+	}
+	pods, err := readList(*podsPath)
+	if err != nil {
+		return err
+	}
+	a := &fakeAPI{rv: 1, nodes: nodes, pods: map[string]object{}}
+	a.cond = sync.NewCond(&a.mu)
+	for _, p := range pods {
+		k := namespace(p) + "/" + name(p)
+		a.pods[k] = p
+		a.order = append(a.order, k)
+	}
+	sort.Strings(a.order)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	if *portFile != "" {
+		port := ln.Addr().(*net.TCPAddr).Port
+		if err := os.WriteFile(*portFile+".tmp", []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(*portFile+".tmp", *portFile); err != nil {
+			return err
+		}
+	}
+	return http.Serve(ln, a)
+}
+
+// ---- the extender client ---------------------------------------------------
+
+// The wire types of k8s.io/kube-scheduler/extender/v1, as encoding/json
+// writes them from kube-scheduler (pointer fields without omitempty).
+type extenderArgs struct {
+	Pod       object    `json:"Pod"`
+	Nodes     *nodeList `json:"Nodes"`
+	NodeNames *[]string `json:"NodeNames"`
+}
+
+type nodeList struct {
+	Items []object `json:"items"`
+}
+
+type filterResult struct {
+	Nodes                      *nodeList         `json:"Nodes"`
+	NodeNames                  *[]string         `json:"NodeNames"`
+	FailedNodes                map[string]string `json:"FailedNodes"`
+	FailedAndUnresolvableNodes map[string]string `json:"FailedAndUnresolvableNodes"`
+	Error                      string            `json:"Error"`
+}
+
+type hostPriority struct {
+	Host  string `json:"Host"`
+	Score int64  `json:"Score"`
+}
+
+type bindingArgs struct {
+	PodName      string `json:"PodName"`
+	PodNamespace string `json:"PodNamespace"`
+	PodUID       string `json:"PodUID"`
+	Node         string `json:"Node"`
+}
+
+type bindingResult struct {
+	Error string `json:"Error"`
+}
+
+type client struct {
+	http      *http.Client
+	url       string
+	filterMs  []float64
+	priorMs   []float64
+	bindMs    []float64
+	uniqueTop int
+	prioCalls int
+}
+
+func newClient(url string) *client {
+	// kube-scheduler's extender client: a Transport with keep-alive and
+	// its default of two idle connections per host, and a timeout.
+	return &client{url: strings.TrimRight(url, "/"), http: &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: 2, DisableCompression: true},
+		Timeout:   30 * time.Second,
+	}}
+}
+
+// send is kube-scheduler's HTTPExtender.send: POST the JSON, any status but
+// 200 is an error, the reply decoded straight off the body. Returns the
+// milliseconds the call took as this process saw it.
+func (c *client) send(verb string, args, result interface{}) (float64, error) {
+	out, err := json.Marshal(args)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	req, err := http.NewRequest("POST", c.url+"/"+verb, bytes.NewReader(out))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("failed %v with extender at URL %v, code %v", verb, c.url, resp.StatusCode)
+	}
+	err = json.NewDecoder(resp.Body).Decode(result)
+	// Drain what the decoder left (a trailing newline) so the connection
+	// is kept, as a whole reply read before the next request.
+	io.Copy(io.Discard, resp.Body)
+	return float64(time.Since(start).Microseconds()) / 1000, err
+}
+
+func argsFor(pod object, nodes []object, names []string, full bool) extenderArgs {
+	a := extenderArgs{Pod: pod}
+	if full {
+		a.Nodes = &nodeList{Items: nodes}
+	} else {
+		n := append([]string(nil), names...)
+		a.NodeNames = &n
+	}
+	return a
+}
+
+// filterThenPrioritize returns the chosen node ("" when none passes) and
+// any pod-level error the extender gave.
+func (c *client) filterThenPrioritize(pod object, nodes []object, byName map[string]object, full bool) (string, error) {
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = name(n)
+	}
+	var f filterResult
+	ms, err := c.send("filter", argsFor(pod, nodes, names, full), &f)
+	if err != nil {
+		return "", err
+	}
+	c.filterMs = append(c.filterMs, ms)
+	if f.Error != "" {
+		return "", fmt.Errorf("filter: %s", f.Error)
+	}
+	var passed []string
+	if full {
+		if f.Nodes != nil {
+			for _, n := range f.Nodes.Items {
+				passed = append(passed, name(n))
+			}
+		}
+	} else if f.NodeNames != nil {
+		passed = *f.NodeNames
+	}
+	if len(passed) == 0 {
+		return "", nil
+	}
+	var passedNodes []object
+	for _, n := range passed {
+		obj, ok := byName[n]
+		if !ok {
+			return "", fmt.Errorf("filter passed node %q the scheduler never sent", n)
+		}
+		passedNodes = append(passedNodes, obj)
+	}
+	var scores []hostPriority
+	ms, err = c.send("prioritize", argsFor(pod, passedNodes, passed, full), &scores)
+	if err != nil {
+		return "", err
+	}
+	c.priorMs = append(c.priorMs, ms)
+	c.prioCalls++
+	best, chosen, tops := int64(-1), "", 0
+	for _, h := range scores {
+		switch {
+		case h.Score > best:
+			best, chosen, tops = h.Score, h.Host, 1
+		case h.Score == best:
+			tops++
+			if h.Host < chosen {
+				chosen = h.Host
+			}
+		}
+	}
+	if tops == 1 {
+		c.uniqueTop++
+	}
+	if len(scores) == 0 {
+		chosen = passed[0]
+	}
+	return chosen, nil
+}
+
+func quantile(ms []float64, q float64) float64 {
+	if len(ms) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), ms...)
+	sort.Float64s(s)
+	i := int(q*float64(len(s)-1) + 0.5)
+	return s[i]
+}
+
+func (c *client) stats() object {
+	return object{
+		"filter_p50_ms": quantile(c.filterMs, 0.5), "filter_p99_ms": quantile(c.filterMs, 0.99),
+		"prioritize_p50_ms": quantile(c.priorMs, 0.5), "prioritize_p99_ms": quantile(c.priorMs, 0.99),
+		"bind_p50_ms": quantile(c.bindMs, 0.5), "filter_calls": len(c.filterMs),
+		"prioritize_calls": c.prioCalls, "unique_top": c.uniqueTop,
+	}
+}
+
+// boundPods reads gpupack_bound_pods from the extender's /metrics.
+func boundPods(url string) (int, error) {
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "gpupack_bound_pods" {
+			return strconv.Atoi(f[1])
+		}
+	}
+	return 0, errors.New("no gpupack_bound_pods in /metrics")
+}
+
+func post(url string, body interface{}) error {
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: HTTP %d: %s", url, resp.StatusCode, msg)
+	}
+	return nil
+}
+
+func runSchedule(args []string) error {
+	fs := flag.NewFlagSet("schedule", flag.ExitOnError)
+	url := fs.String("extender", "", "the extender's URL prefix, e.g. http://127.0.0.1:8888")
+	nodesPath := fs.String("nodes", "nodes.json", "NodeList the scheduler sees")
+	podsPath := fs.String("pods", "pods.json", "PodList, scheduled in this order")
+	full := fs.Bool("full-nodes", false, "send full Node objects (nodeCacheCapable: false) instead of NodeNames")
+	bind := fs.String("bind", "extender", "who binds: extender (its bind verb), api (POST a Binding to -api), none")
+	api := fs.String("api", "", "with -bind api: the API server's URL")
+	wait := fs.Bool("wait-learned", false, "after each bind, wait until the extender's gpupack_bound_pods counts it")
+	outPath := fs.String("out", "placements.csv", "pod,node per pod")
+	statsPath := fs.String("stats", "", "write client-side latency figures here (JSON)")
+	fs.Parse(args)
+	nodes, err := readList(*nodesPath)
+	if err != nil {
+		return err
+	}
+	pods, err := readList(*podsPath)
+	if err != nil {
+		return err
+	}
+	byName := map[string]object{}
+	for _, n := range nodes {
+		byName[name(n)] = n
+	}
+	c := newClient(*url)
+	rows := [][]string{{"pod", "node"}}
+	bound := 0
+	if *wait {
+		if bound, err = boundPods(c.url); err != nil {
+			return err
+		}
+	}
+	for _, pod := range pods {
+		chosen, err := c.filterThenPrioritize(pod, nodes, byName, *full)
+		if err != nil {
+			return fmt.Errorf("pod %s: %v", name(pod), err)
+		}
+		rows = append(rows, []string{name(pod), chosen})
+		if chosen == "" {
+			continue
+		}
+		switch *bind {
+		case "extender":
+			var r bindingResult
+			ms, err := c.send("bind", bindingArgs{name(pod), namespace(pod), uid(pod), chosen}, &r)
+			if err == nil && r.Error != "" {
+				err = errors.New(r.Error)
+			}
+			if err != nil {
+				return fmt.Errorf("pod %s: bind: %v", name(pod), err)
+			}
+			c.bindMs = append(c.bindMs, ms)
+		case "api":
+			err := post(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/binding", strings.TrimRight(*api, "/"),
+				namespace(pod), name(pod)), object{"apiVersion": "v1", "kind": "Binding",
+				"metadata": object{"name": name(pod), "namespace": namespace(pod), "uid": uid(pod)},
+				"target":   object{"apiVersion": "v1", "kind": "Node", "name": chosen}})
+			if err != nil {
+				return fmt.Errorf("pod %s: %v", name(pod), err)
+			}
+		case "none":
+		default:
+			return fmt.Errorf("-bind %q: expected extender, api or none", *bind)
+		}
+		if *wait && *bind != "none" {
+			bound++
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				n, err := boundPods(c.url)
+				if err != nil {
+					return err
+				}
+				if n >= bound {
+					break
+				}
+				if time.Now().After(deadline) {
+					return fmt.Errorf("pod %s: the extender counts %d bound pods, not %d, 10 s after the bind",
+						name(pod), n, bound)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	if err := writeCSV(*outPath, rows); err != nil {
+		return err
+	}
+	if *statsPath != "" {
+		return writeJSON(*statsPath, c.stats())
+	}
+	return nil
+}
+
+func runBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ExitOnError)
+	url := fs.String("extender", "", "the extender's URL prefix")
+	nodesPath := fs.String("nodes", "nodes.json", "NodeList")
+	podsPath := fs.String("pods", "pods.json", "PodList; its first pod is scored")
+	full := fs.Bool("full-nodes", false, "send full Node objects instead of NodeNames")
+	calls := fs.Int("calls", 200, "filter + prioritize pairs measured")
+	warmup := fs.Int("warmup", 5, "pairs sent first, not measured")
+	statsPath := fs.String("stats", "", "write the figures here (JSON); printed either way")
+	fs.Parse(args)
+	nodes, err := readList(*nodesPath)
+	if err != nil {
+		return err
+	}
+	pods, err := readList(*podsPath)
+	if err != nil || len(pods) == 0 {
+		return fmt.Errorf("%s: no pod (%v)", *podsPath, err)
+	}
+	byName := map[string]object{}
+	for _, n := range nodes {
+		byName[name(n)] = n
+	}
+	c := newClient(*url)
+	for i := 0; i < *warmup; i++ {
+		if _, err := c.filterThenPrioritize(pods[0], nodes, byName, *full); err != nil {
+			return err
+		}
+	}
+	c.filterMs, c.priorMs, c.uniqueTop, c.prioCalls = nil, nil, 0, 0
+	for i := 0; i < *calls; i++ {
+		if _, err := c.filterThenPrioritize(pods[0], nodes, byName, *full); err != nil {
+			return err
+		}
+	}
+	s := c.stats()
+	b, _ := json.Marshal(s)
+	fmt.Println(string(b))
+	if *statsPath != "" {
+		return writeJSON(*statsPath, s)
+	}
+	return nil
+}
