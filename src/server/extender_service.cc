@@ -11,6 +11,7 @@
 #include "io/pod_resources.h"
 #include "policy/registry.h"
 #include "sched/filter.h"
+#include "util/log.h"
 
 namespace gpupack {
 
@@ -497,6 +498,7 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   std::map<std::string, std::string> failed, unresolvable;
   std::vector<size_t> positions;  // index in args.node_texts of each candidate
   std::vector<int> idx = resolve_candidates_locked(args, names, unresolvable, &positions);
+  const size_t candidates = idx.size() + unresolvable.size();  // unknown names are unresolvable
   std::vector<int> open;
   open.reserve(idx.size());
   for (size_t k = 0; k < idx.size(); ++k)
@@ -560,6 +562,17 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
     for (size_t k : passed) survivors.push_back(names[k]);
     out.node_names = std::move(survivors);
   }
+  if (log_enabled(LogLevel::kDebug)) {
+    std::string first_failure;
+    if (!failed.empty()) first_failure = failed.begin()->first + ": " + failed.begin()->second;
+    log_debug("filter", {{"pod", pod->key()},
+                         {"candidates", std::to_string(candidates)},
+                         {"passed", std::to_string(passed.size())},
+                         {"failed", std::to_string(failed.size())},
+                         {"unresolvable", std::to_string(unresolvable.size())},
+                         {"reason", e.pending_reason},
+                         {"first_failure", first_failure}});
+  }
   out.failed_nodes = std::move(failed);
   out.failed_and_unresolvable_nodes = std::move(unresolvable);
   return out;
@@ -573,7 +586,7 @@ HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::stri
   if (!pod) {
     // A pod-level problem: filter has already answered it as Error; the
     // scheduler ignores prioritize errors, so every node scores 0 (HTTP 200).
-    fmt::print(stderr, "gpupack serve: prioritize: {}\n", why);
+    log_warn("prioritize: pod not scored", {{"error", why}});
     HostPriorityList out;
     for (const std::string& name : args.candidate_names()) out.push_back({name, 0});
     return out;
@@ -604,6 +617,7 @@ HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::stri
   out.reserve(names.size() + unresolvable.size());
   for (size_t k = 0; k < idx.size(); ++k) out.push_back({names[k], score_of[static_cast<size_t>(idx[k])]});
   for (const auto& [name, why] : unresolvable) out.push_back({name, 0});
+  bool assumed = false;
   if (options_.assume_on_prioritize && d.placed() && !state_->is_bound(PodId{pi}) &&
       state_->bind(PodId{pi}, chosen_request, d.assignment).is_ok()) {
     state_->commit();
@@ -612,6 +626,18 @@ HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::stri
     e.assumed_at = std::chrono::steady_clock::now();
     ++assumed_now_;
     ++counters_.assumed;
+    assumed = true;
+  }
+  if (log_enabled(LogLevel::kDebug)) {
+    log_debug("prioritize",
+              {{"pod", pod->key()},
+               {"candidates", std::to_string(names.size() + unresolvable.size())},
+               {"feasible", std::to_string(scored.size())},
+               {"chosen", d.placed() ? nodes_[index(d.assignment.node)].spec.name : ""},
+               {"gpus", d.placed() && chosen_request.is_gpu()
+                            ? assigned_gpus_annotation(nodes_[index(d.assignment.node)].spec.name, d.assignment)
+                            : ""},
+               {"assumed", assumed ? "true" : "false"}});
   }
   return out;
 }
@@ -704,6 +730,12 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
     e.pod.annotations[std::string(annotations::kAssignedGpus)] = annotation;
     e.pod.assigned = parse_assigned_gpus(annotation);
   }
+  if (log_enabled(LogLevel::kDebug))
+    log_debug("bind", {{"pod", key},
+                       {"node", args.node},
+                       {"gpus", annotation},
+                       {"was_assumed", confirmed ? "true" : "false"},
+                       {"api", binder_ ? "true" : "false"}});
   return r;
 }
 
@@ -713,7 +745,7 @@ ExtenderPreemptionResult ExtenderService::preempt(const ExtenderPreemptionArgs& 
   std::string why;
   std::optional<K8sPod> pod = parse_args_pod(args.pod, &why);
   if (!pod) {  // a pod-level problem: no node would help (HTTP 200, empty)
-    fmt::print(stderr, "gpupack serve: preempt: {}\n", why);
+    log_warn("preempt: pod not considered", {{"error", why}});
     return out;
   }
   pod_index_locked(*pod, args.pod);

@@ -15,6 +15,7 @@
 #include "sched/scheduler.h"
 #include "server/extender_service.h"
 #include "support/k8s_fixtures.h"
+#include "util/log.h"
 
 namespace gpupack {
 namespace {
@@ -266,6 +267,37 @@ TEST(ExtenderEngine, PodLevelErrorsAreTheReplysErrorAndPrioritizeScoresZero) {
   EXPECT_EQ(error, "");
   ASSERT_EQ(p.size(), 1u);
   EXPECT_EQ(p[0].score, 0);
+}
+
+// At --log-level debug each decision is one line: the pod, what passed
+// filter, the node and GPUs prioritize chose, what bind did.
+TEST(ExtenderEngine, DebugLogHasOneLinePerDecision) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  set_log_sink(f);
+  set_log_level(LogLevel::kDebug);
+  ExtenderService service("bestfit");
+  load(service, {node_json({.name = "a", .gpus = 8}), node_json({.name = "b", .gpus = 2})}, {});
+  const json pod = pod_json({.name = "job", .cpu = "1", .gpus = 4});
+  EXPECT_EQ(service.filter(names_args(pod, {"a", "b"})).node_names->size(), 1u);
+  EXPECT_EQ(score_of(service.prioritize(names_args(pod, {"a"}), nullptr), "a"), 10);
+  EXPECT_EQ(service.bind({"job", "ml", "uid-job", "a"}).error, "");
+  set_log_level(LogLevel::kInfo);
+  (void)service.filter(names_args(pod_json({.name = "quiet", .cpu = "1"}), {"a"}));  // not logged at info
+  set_log_sink(nullptr);
+  std::fseek(f, 0, SEEK_SET);
+  std::string out;
+  char buf[4096];
+  while (size_t n = std::fread(buf, 1, sizeof buf, f)) out.append(buf, n);
+  std::fclose(f);
+  EXPECT_NE(
+      out.find("level=debug msg=filter pod=ml/job candidates=2 passed=1 failed=0 unresolvable=1 reason=schedulable"),
+      std::string::npos)
+      << out;
+  EXPECT_NE(out.find("msg=prioritize pod=ml/job candidates=1 feasible=1 chosen=a gpus=a:0,1,2,3"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("msg=bind pod=ml/job node=a gpus=a:0,1,2,3"), std::string::npos) << out;
+  EXPECT_EQ(out.find("quiet"), std::string::npos) << out;
 }
 
 }  // namespace

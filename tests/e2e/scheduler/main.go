@@ -1,7 +1,7 @@
 // Command scheduler plays kube-scheduler's part against `gpupack serve` in
 // the end-to-end tests and the client-side latency benchmark. It calls the
 // extender the way kube-scheduler's HTTPExtender does (Go's net/http client
-// with keep-alive, JSON bodies, the reply decoded straight off the body) and,
+// with keep-alive, JSON bodies, one call at a time, the whole reply read) and,
 // for the API learning mode, serves a small fake Kubernetes API (list, watch,
 // binding, merge patch) for gpupack to read.
 //
@@ -539,8 +539,8 @@ func newClient(url string) *client {
 }
 
 // send is kube-scheduler's HTTPExtender.send: POST the JSON, any status but
-// 200 is an error, the reply decoded straight off the body. Returns the
-// milliseconds the call took as this process saw it.
+// 200 is an error, the reply decoded as JSON. Returns the milliseconds from
+// sending the request to the last reply byte, as this process saw them.
 func (c *client) send(verb string, args, result interface{}) (float64, error) {
 	out, err := json.Marshal(args)
 	if err != nil {
@@ -560,11 +560,15 @@ func (c *client) send(verb string, args, result interface{}) (float64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("failed %v with extender at URL %v, code %v", verb, c.url, resp.StatusCode)
 	}
-	err = json.NewDecoder(resp.Body).Decode(result)
-	// Drain what the decoder left (a trailing newline) so the connection
-	// is kept, as a whole reply read before the next request.
-	io.Copy(io.Discard, resp.Body)
-	return float64(time.Since(start).Microseconds()) / 1000, err
+	// The whole reply is read before it is decoded (and before the next
+	// request): the time is the round trip to the last reply byte, without
+	// this client's own JSON decoding.
+	body, err := io.ReadAll(resp.Body)
+	ms := float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		return 0, err
+	}
+	return ms, json.NewDecoder(bytes.NewReader(body)).Decode(result)
 }
 
 func argsFor(pod object, nodes []object, names []string, full bool) extenderArgs {
