@@ -104,7 +104,9 @@ void run_serve(const ServeFlags& f) {
   std::unique_ptr<ClusterWatch> watch;
   if (snapshot) {
     if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
-    auto nodes = read_node_list_file(f.nodes);
+    std::vector<std::string> node_warnings;
+    auto nodes = read_node_list_file(f.nodes, nullptr, &node_warnings);
+    for (const std::string& w : node_warnings) log_warn("node", {{"detail", w}});
     const std::string pod_text = read_text(f.pods);
     auto pods = parse_pod_list(pod_text, f.pods);
     auto objects = raw_items(pod_text, f.pods);

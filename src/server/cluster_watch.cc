@@ -1,6 +1,7 @@
 #include "server/cluster_watch.h"
 
 #include "io/pod_resources.h"
+#include "util/log.h"
 
 #include <fmt/format.h>
 
@@ -174,6 +175,10 @@ bool ClusterWatch::list(Kind kind) {
     } catch (const std::exception& ex) {
       if (rejected++ == 0) first_rejected = ex.what();
     }
+  }
+  if (kind == Kind::kNodes) {
+    for (const auto& [key, e] : fresh.items)
+      for (const std::string& w : e.node.warnings) log_warn("node", {{"detail", w}});
   }
   std::lock_guard lock(mu_);
   store(kind) = std::move(fresh);

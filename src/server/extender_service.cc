@@ -865,6 +865,8 @@ ServiceMetrics ExtenderService::metrics() const {
   m.placements_expired = counters_.expired;
   m.assumed_now = assumed_now_;
   m.charge_conflicts = counters_.conflicts;
+  for (const K8sNode& n : nodes_)
+    if (n.spec.gpu_count > 0 && !n.gpu_model_known) ++m.unknown_gpu_products[n.gpu_product];
   return m;
 }
 

@@ -100,6 +100,9 @@ struct ServiceMetrics : ClusterMetrics {
   // Running pods the objects show that did not fit their node (over-commit
   // by another scheduler), since start.
   uint64_t charge_conflicts = 0;
+  // Nodes whose nvidia.com/gpu.product is not in the catalog, per label:
+  // each such label is its own pool, sized from the node (never another model).
+  std::map<std::string, int> unknown_gpu_products;
 };
 
 struct ServiceOptions {

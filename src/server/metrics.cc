@@ -126,6 +126,10 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   header(out, "gpupack_charge_conflicts_total", "counter",
          "Running pods that claimed more than their node had left (over-commit by another scheduler).");
   out += fmt::format("gpupack_charge_conflicts_total {}\n", m.charge_conflicts);
+  header(out, "gpupack_unknown_gpu_product_nodes", "gauge",
+         "Nodes whose nvidia.com/gpu.product is not in gpupack's catalog (each product its own pool).");
+  for (const auto& [product, nodes] : m.unknown_gpu_products)
+    out += fmt::format("gpupack_unknown_gpu_product_nodes{{product=\"{}\"}} {}\n", escape_label(product), nodes);
 
   header(out, "gpupack_gpu_allocated_milli", "gauge", "GPU share allocated on the GPU, in milli-GPUs (1000 = whole).");
   for (const auto& g : m.gpus)

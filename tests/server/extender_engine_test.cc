@@ -14,6 +14,7 @@
 #include "policy/registry.h"
 #include "sched/scheduler.h"
 #include "server/extender_service.h"
+#include "server/metrics.h"
 #include "support/k8s_fixtures.h"
 #include "util/log.h"
 
@@ -298,6 +299,23 @@ TEST(ExtenderEngine, DebugLogHasOneLinePerDecision) {
       << out;
   EXPECT_NE(out.find("msg=bind pod=ml/job node=a gpus=a:0,1,2,3"), std::string::npos) << out;
   EXPECT_EQ(out.find("quiet"), std::string::npos) << out;
+}
+
+// A product the catalog does not know is its own pool, counted in a metric,
+// never read as another model.
+TEST(ExtenderEngine, UnknownGpuProductIsItsOwnPoolWithAMetric) {
+  ExtenderService service("bestfit");
+  load(service,
+       {node_json({.name = "x1", .product = "NVIDIA-Future-X200", .gpus = 4}),
+        node_json({.name = "x2", .product = "NVIDIA-Future-X200", .gpus = 4}), node_json({.name = "a", .gpus = 8})},
+       {});
+  ServiceMetrics m = service.metrics();
+  EXPECT_EQ(m.unknown_gpu_products, (std::map<std::string, int>{{"NVIDIA-Future-X200", 2}}));
+  const std::string text = render_metrics(m, LatencyHistogram{}, RequestCounters{});
+  EXPECT_NE(text.find("gpupack_unknown_gpu_product_nodes{product=\"NVIDIA-Future-X200\"} 2\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpupack_node_capacity_milli{node=\"x1\",model=\"NVIDIA-Future-X200\"} 4000"), std::string::npos)
+      << text;
 }
 
 }  // namespace
