@@ -134,6 +134,23 @@ func readList(path string) ([]object, error) {
 	return l.Items, nil
 }
 
+// readCluster reads a NodeList and a PodList, and indexes the nodes by name.
+func readCluster(nodesPath, podsPath string) ([]object, []object, map[string]object, error) {
+	nodes, err := readList(nodesPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pods, err := readList(podsPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	byName := map[string]object{}
+	for _, n := range nodes {
+		byName[name(n)] = n
+	}
+	return nodes, pods, byName, nil
+}
+
 func meta(o object) object { m, _ := o["metadata"].(object); return m }
 func name(o object) string { s, _ := meta(o)["name"].(string); return s }
 func namespace(o object) string {
@@ -449,11 +466,7 @@ func runFakeAPI(args []string) error {
 	podsPath := fs.String("pods", "pods.json", "PodList")
 	portFile := fs.String("port-file", "", "write the listening port here")
 	fs.Parse(args)
-	nodes, err := readList(*nodesPath)
-	if err != nil {
-		return err
-	}
-	pods, err := readList(*podsPath)
+	nodes, pods, _, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
 		return err
 	}
@@ -709,17 +722,9 @@ func runSchedule(args []string) error {
 	outPath := fs.String("out", "placements.csv", "pod,node per pod")
 	statsPath := fs.String("stats", "", "write client-side latency figures here (JSON)")
 	fs.Parse(args)
-	nodes, err := readList(*nodesPath)
+	nodes, pods, byName, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
 		return err
-	}
-	pods, err := readList(*podsPath)
-	if err != nil {
-		return err
-	}
-	byName := map[string]object{}
-	for _, n := range nodes {
-		byName[name(n)] = n
 	}
 	c := newClient(*url)
 	rows := [][]string{{"pod", "node"}}
@@ -799,17 +804,12 @@ func runBench(args []string) error {
 	warmup := fs.Int("warmup", 5, "pairs sent first, not measured")
 	statsPath := fs.String("stats", "", "write the figures here (JSON); printed either way")
 	fs.Parse(args)
-	nodes, err := readList(*nodesPath)
+	nodes, pods, byName, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
 		return err
 	}
-	pods, err := readList(*podsPath)
-	if err != nil || len(pods) == 0 {
-		return fmt.Errorf("%s: no pod (%v)", *podsPath, err)
-	}
-	byName := map[string]object{}
-	for _, n := range nodes {
-		byName[name(n)] = n
+	if len(pods) == 0 {
+		return fmt.Errorf("%s: no pod", *podsPath)
 	}
 	c := newClient(*url)
 	for i := 0; i < *warmup; i++ {
