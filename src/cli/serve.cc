@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -18,6 +19,7 @@
 #include "io/kubectl.h"
 #include "io/pod_resources.h"
 #include "policy/registry.h"
+#include "server/bind_journal.h"
 #include "server/cluster_watch.h"
 #include "server/extender_service.h"
 #include "server/http_server.h"
@@ -50,6 +52,8 @@ struct ServeFlags {
   std::string assume = "auto";  // auto | on | off
   int assume_timeout_s = 30;
   bool legacy_failed_nodes = false;
+  std::vector<std::string> scheduler_names = {"gpupack-scheduler"};
+  bool accept_request_nodes = false;
 };
 
 std::pair<std::string, int> split_listen(const std::string& flag, const std::string& v) {
@@ -84,8 +88,12 @@ void write_atomically(const std::string& path, const std::string& text) {
     std::ofstream out(tmp);
     if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp));
     out << text;
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp));
   }
+  sync_file_and_dir(tmp);  // the content is on disk before the name points at it
   std::filesystem::rename(tmp, path);
+  sync_file_and_dir(path);
 }
 
 void run_serve(const ServeFlags& f) {
@@ -98,9 +106,15 @@ void run_serve(const ServeFlags& f) {
   so.assume_on_prioritize = f.assume == "on" || (f.assume == "auto" && snapshot);
   so.assume_timeout = std::chrono::seconds(f.assume_timeout_s);
   so.legacy_failed_nodes = f.legacy_failed_nodes;
+  so.accept_request_nodes = f.accept_request_nodes;
+  for (const std::string& n : f.scheduler_names)
+    if (n != "*") so.scheduler_names.insert(n);
+  if (std::find(f.scheduler_names.begin(), f.scheduler_names.end(), "*") != f.scheduler_names.end())
+    so.scheduler_names.clear();
   ExtenderService service(so);
   std::unique_ptr<KubeClient> client;
   std::unique_ptr<KubeBinder> binder;
+  std::unique_ptr<BindJournal> journal;  // snapshot mode with --pods-out
   std::unique_ptr<ClusterWatch> watch;
   if (snapshot) {
     if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
@@ -110,12 +124,33 @@ void run_serve(const ServeFlags& f) {
     const std::string pod_text = read_text(f.pods);
     auto pods = parse_pod_list(pod_text, f.pods);
     auto objects = raw_items(pod_text, f.pods);
+    if (!f.pods_out.empty()) {
+      // Binds acknowledged before a crash are in the journal: replay them,
+      // make the result durable in --pods-out, then start the journal anew.
+      const std::string journal_path = f.pods_out + ".journal";
+      const std::vector<BindRecord> records = read_bind_journal(journal_path);
+      if (!records.empty()) {
+        for (const std::string& m : apply_bind_records(objects, records))
+          log_warn("journal bind not applied", {{"detail", m}});
+        pods.clear();
+        for (const nlohmann::json& o : objects) pods.push_back(parse_pod(o));
+        log_info("bind journal replayed", {{"journal", journal_path}, {"binds", std::to_string(records.size())}});
+      }
+      write_atomically(f.pods_out,
+                       nlohmann::json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}}.dump(1) + "\n");
+      if (std::filesystem::exists(journal_path)) {
+        std::filesystem::resize_file(journal_path, 0);
+        sync_file_and_dir(journal_path);
+      }
+      journal = std::make_unique<BindJournal>(journal_path);
+    }
     if (!f.claims.empty()) {
       for (const std::string& m : apply_resource_claims(pods, read_resource_claim_list_file(f.claims)))
         log_warn("resource claim not charged", {{"detail", m}});
     }
     for (const std::string& u : service.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
       log_warn("pod not attributed", {{"pod", u}});
+    if (journal) service.set_binder(journal.get());  // a bind is acknowledged once journaled
   } else {
     if (!f.claims.empty())
       throw std::invalid_argument("--claims goes with --nodes/--pods (the API is watched instead)");
@@ -218,7 +253,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--claims", flags->claims,
                   "with --pods: `kubectl get resourceclaims -A -o json`, GPUs allocated through DRA are charged");
   cmd->add_option("--pods-out", flags->pods_out,
-                  "snapshot mode: write the pods (with binds applied) here after every bind");
+                  "snapshot mode: binds are durable: each is journaled (FILE.journal, fsynced) before it is "
+                  "acknowledged, the pods with binds applied are written here; restart with --pods FILE");
   cmd->add_option("--port-file", flags->port_file, "write the bound extender port to this file");
   cmd->add_option("--kubeconfig", flags->kubeconfig,
                   "kubeconfig for the API (default: KUBECONFIG, ~/.kube/config, then the in-cluster service account)");
@@ -264,6 +300,13 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--assume-timeout", flags->assume_timeout_s, "seconds an unconfirmed assumption is kept")
       ->capture_default_str()
       ->check(CLI::Range(1, 86400));
+  cmd->add_option("--scheduler-name", flags->scheduler_names,
+                  "serve pods with this spec.schedulerName (repeat for several; * = any); others get an Error and "
+                  "change nothing")
+      ->capture_default_str();
+  cmd->add_flag("--accept-request-nodes", flags->accept_request_nodes,
+                "add full Node objects from requests that the API or --nodes does not list (off: they are "
+                "unresolvable)");
   cmd->add_flag("--legacy-failed-nodes", flags->legacy_failed_nodes,
                 "list unresolvable nodes in FailedNodes (kube-scheduler before v1.21)");
   cmd->callback([flags] { run_serve(*flags); });

@@ -12,6 +12,7 @@
 #include "policy/registry.h"
 #include "sched/filter.h"
 #include "util/log.h"
+#include "util/strings.h"
 
 namespace gpupack {
 
@@ -29,6 +30,9 @@ std::string unknown_resource(const K8sPod& pod) {
   }
   return "";
 }
+
+// Unknown node names a filter reply lists in FailedAndUnresolvableNodes.
+constexpr size_t kMaxUnknownListed = 100;
 
 bool node_dependent(const K8sPod& pod) { return pod.shared_replicas > 0 && !pod.gpu_milli_given; }
 
@@ -309,6 +313,12 @@ int ExtenderService::node_index_locked(const std::string& name) const {
 }
 
 int ExtenderService::add_node_locked(const nlohmann::json& object, std::string* error) {
+  if (!options_.accept_request_nodes) {
+    *error =
+        "not in gpupack's node list (the API or --nodes is its source; --accept-request-nodes takes nodes "
+        "from requests)";
+    return -1;
+  }
   try {
     K8sNode node = parse_node(object);
     (void)model_node(node);
@@ -342,10 +352,22 @@ int ExtenderService::pod_index_locked(const K8sPod& pod, const nlohmann::json& o
   return idx;
 }
 
+std::string ExtenderService::scheduler_refused(const K8sPod& pod) const {
+  if (options_.scheduler_names.empty() || options_.scheduler_names.count(pod.scheduler_name)) return "";
+  std::string served;
+  for (const std::string& n : options_.scheduler_names) served += (served.empty() ? "" : ", ") + n;
+  return fmt::format("pod {} has schedulerName \"{}\"; this extender serves {} (--scheduler-name)", pod.key(),
+                     excerpt(pod.scheduler_name), served);
+}
+
 std::optional<K8sPod> ExtenderService::parse_args_pod(const nlohmann::json& pod, std::string* error) const {
   try {
     K8sPod p = parse_pod(pod);
     if (std::string why = unknown_resource(p); !why.empty()) {
+      *error = why;
+      return std::nullopt;
+    }
+    if (std::string why = scheduler_refused(p); !why.empty()) {
       *error = why;
       return std::nullopt;
     }
@@ -464,10 +486,14 @@ std::vector<int> ExtenderService::resolve_candidates_locked(const ExtenderArgs& 
     }
   } else if (args.node_names) {
     names.reserve(args.node_names->size());
+    size_t unknown = 0;
     for (const std::string& name : *args.node_names) {
       const int i = node_index_locked(name);
       if (i < 0) {
-        unresolvable[name] = fmt::format("node {} is unknown to gpupack", name);
+        // Named with a short reason, the first kMaxUnknownListed only: the
+        // reply stays small whatever a caller sends (a node left out of
+        // NodeNames is filtered out either way).
+        if (++unknown <= kMaxUnknownListed) unresolvable[name] = "unknown to gpupack";
         continue;
       }
       names.push_back(name);
@@ -655,6 +681,10 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
   }
   const int pi = it->second;
   PodEntry& e = pods_[static_cast<size_t>(pi)];
+  if (std::string why = scheduler_refused(e.pod); !why.empty()) {
+    r.error = why;  // another scheduler's pod: never bound from here
+    return r;
+  }
   if (!args.pod_uid.empty() && !e.pod.uid.empty() && args.pod_uid != e.pod.uid) {
     r.error = fmt::format("pod {} has UID {}, bind asked for UID {}", key, e.pod.uid, args.pod_uid);
     return r;

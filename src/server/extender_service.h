@@ -35,11 +35,15 @@
 //   ("<dimension>: <message>", dimensions as in model/status.h);
 //   UnschedulableAndUnresolvable ones go to FailedAndUnresolvableNodes, or,
 //   with ServiceOptions::legacy_failed_nodes (schedulers before v1.21), to
-//   FailedNodes. Nodes sent as full objects that the service does not know
-//   are added. Unknown node names (cache mode) are unresolvable. A node
+//   FailedNodes. Nodes the service's node list (API or snapshot) lacks are
+//   unresolvable, whether sent as names or as full objects (these are added
+//   only with ServiceOptions::accept_request_nodes); at most
+//   kMaxUnknownListed unknown names are listed, with a short reason. A node
 //   whose GPU product is not in the catalog never serves a pod that names
 //   GPU models. A pod-level problem (unreadable Pod, unknown nvidia.com
-//   resource) is the reply's Error; the HTTP layer answers it with 200.
+//   resource, a schedulerName not in ServiceOptions::scheduler_names) is the
+//   reply's Error; the HTTP layer answers it with 200. Such a pod changes
+//   no state, and bind refuses a pod of another scheduler.
 // - prioritize(): the node the engine would choose is the only one scored
 //   kMaxExtenderPriority (10); the other feasible candidates get 1..9 by
 //   their engine score (min-max over the feasible ones, rounded down),
@@ -64,6 +68,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -115,6 +120,13 @@ struct ServiceOptions {
   // List unresolvable nodes in FailedNodes (kube-scheduler before v1.21
   // has no FailedAndUnresolvableNodes and would drop them without a reason).
   bool legacy_failed_nodes = false;
+  // Pods whose spec.schedulerName is one of these are served (filter,
+  // prioritize, preempt, bind); others get an Error and change nothing.
+  // Empty = any.
+  std::set<std::string> scheduler_names = {};
+  // Full Node objects in a request that gpupack's node list (the API or the
+  // snapshot) lacks are added to the model (true) or unresolvable (false).
+  bool accept_request_nodes = false;
 };
 
 class ExtenderService {
@@ -205,6 +217,7 @@ class ExtenderService {
   int node_index_locked(const std::string& name) const;
   int add_node_locked(const nlohmann::json& node_object, std::string* error);
   int pod_index_locked(const K8sPod& pod, const nlohmann::json& object);
+  std::string scheduler_refused(const K8sPod& pod) const;  // "" when served
   std::optional<K8sPod> parse_args_pod(const nlohmann::json& pod, std::string* error) const;
   void expire_assumed_locked();
   void release_locked(int pod);  // unbinds an assumed pod

@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
+
+#include "util/strings.h"
 
 namespace gpupack {
 
@@ -159,8 +162,42 @@ KubeResponse KubeClient::request(const std::string& method, const std::string& p
   }
 }
 
+namespace {
+
+// "" when `ns` is a DNS-1123 label and `name` a DNS-1123 subdomain, as the
+// API requires of namespaces and pod names; else why not. A name that
+// passes is one path segment as it stands (lower-case letters, digits, '-'
+// and '.', never "." or ".."), so no name can reach another API path.
+std::string check_pod_path(std::string_view call, const std::string& ns, const std::string& name) {
+  auto dns = [](std::string_view v, bool dots, size_t max) {
+    if (v.empty() || v.size() > max) return false;
+    auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+    size_t start = 0;  // each dot-separated part: alnum at both ends, '-' inside
+    for (size_t i = 0; i <= v.size(); ++i) {
+      if (i < v.size() && v[i] != '.') {
+        if (!alnum(v[i]) && v[i] != '-') return false;
+        continue;
+      }
+      if (i < v.size() && !dots) return false;
+      if (i == start || !alnum(v[start]) || !alnum(v[i - 1])) return false;
+      start = i + 1;
+    }
+    return true;
+  };
+  if (!dns(ns, false, 63))
+    return fmt::format("{}: namespace \"{}\" is not a valid Kubernetes namespace (DNS-1123 label); no request sent",
+                       call, excerpt(ns));
+  if (!dns(name, true, 253))
+    return fmt::format("{}: pod name \"{}\" is not a valid Kubernetes name (DNS-1123 subdomain); no request sent", call,
+                       excerpt(name));
+  return "";
+}
+
+}  // namespace
+
 std::string KubeClient::patch_pod_annotations(const std::string& ns, const std::string& name,
                                               const std::map<std::string, std::string>& annotations) const {
+  if (std::string bad = check_pod_path("PATCH pod", ns, name); !bad.empty()) return bad;
   nlohmann::json patch = {{"metadata", {{"annotations", annotations}}}};
   return request("PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}", ns, name), patch.dump(),
                  "application/merge-patch+json")
@@ -169,6 +206,7 @@ std::string KubeClient::patch_pod_annotations(const std::string& ns, const std::
 
 std::string KubeClient::create_binding(const std::string& ns, const std::string& name, const std::string& uid,
                                        const std::string& node) const {
+  if (std::string bad = check_pod_path("POST binding", ns, name); !bad.empty()) return bad;
   nlohmann::json meta = {{"name", name}, {"namespace", ns}};
   if (!uid.empty()) meta["uid"] = uid;
   nlohmann::json binding = {{"apiVersion", "v1"},

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <set>
 
 namespace gpupack {
@@ -201,11 +203,25 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   header(out, "gpupack_pending_pods", "gauge", "Pending GPU pods by the dimension that blocks them.");
   for (const auto& [reason, n] : by_reason)
     out += fmt::format("gpupack_pending_pods{{reason=\"{}\"}} {}\n", escape_label(reason), n);
-  header(out, "gpupack_pending_pod_age_seconds", "gauge", "How long each pending GPU pod has been known to gpupack.");
-  for (const auto& p : m.pending)
-    out +=
-        fmt::format("gpupack_pending_pod_age_seconds{{namespace=\"{}\",pod=\"{}\",reason=\"{}\"}} {}\n",
-                    escape_label(p.namespace_name), escape_label(p.name), escape_label(p.reason), num(p.age_seconds));
+  // No series per pod (a scrape stays the same size however many pods
+  // wait): the oldest per reason, and counts over three ages.
+  constexpr std::array<std::pair<const char*, double>, 3> kAges = {{{"1m", 60}, {"10m", 600}, {"1h", 3600}}};
+  std::map<std::string, double> oldest;
+  std::map<std::string, std::array<int, kAges.size()>> over;
+  for (const auto& [reason, n] : by_reason) oldest[reason] = 0, over[reason] = {};
+  for (const auto& p : m.pending) {
+    oldest[p.reason] = std::max(oldest[p.reason], p.age_seconds);
+    for (size_t a = 0; a < kAges.size(); ++a) over[p.reason][a] += p.age_seconds > kAges[a].second ? 1 : 0;
+  }
+  header(out, "gpupack_oldest_pending_pod_age_seconds", "gauge",
+         "Time since gpupack first saw the oldest pending GPU pod of each reason (0 = none pending).");
+  for (const auto& [reason, age] : oldest)
+    out += fmt::format("gpupack_oldest_pending_pod_age_seconds{{reason=\"{}\"}} {}\n", escape_label(reason), num(age));
+  header(out, "gpupack_pending_pods_over_age", "gauge", "Pending GPU pods waiting longer than `age`, by reason.");
+  for (const auto& [reason, counts] : over)
+    for (size_t a = 0; a < kAges.size(); ++a)
+      out += fmt::format("gpupack_pending_pods_over_age{{reason=\"{}\",age=\"{}\"}} {}\n", escape_label(reason),
+                         kAges[a].first, counts[a]);
 
   header(out, "gpupack_decision_duration_seconds", "histogram",
          "Server-side time to answer an extender call (parse, decide, serialise).");

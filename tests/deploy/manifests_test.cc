@@ -492,7 +492,7 @@ TEST(DeployManifests, DashboardQueriesOnlyExportedMetrics) {
   EXPECT_GE(exprs, 10);
   // The dashboard shows the series the alerts fire on.
   for (const char* n : {"gpupack_pool_fragmentation_ratio", "gpupack_gpu_stranded_memory_bytes", "gpupack_pending_pods",
-                        "gpupack_pending_pod_age_seconds", "gpupack_decision_duration_seconds_bucket"}) {
+                        "gpupack_oldest_pending_pod_age_seconds", "gpupack_decision_duration_seconds_bucket"}) {
     EXPECT_TRUE(used.count(n)) << n;
   }
 }

@@ -1,6 +1,7 @@
 // The extender as an adapter over the engine: the top score is the engine's
 // choice, placements are learned whoever binds, and pods placed by other
 // schedulers (whole GPUs, shares, MIG devices) are charged without over-commit.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -316,6 +317,64 @@ TEST(ExtenderEngine, UnknownGpuProductIsItsOwnPoolWithAMetric) {
       << text;
   EXPECT_NE(text.find("gpupack_node_capacity_milli{node=\"x1\",model=\"NVIDIA-Future-X200\"} 4000"), std::string::npos)
       << text;
+}
+
+// Unknown NodeNames cannot blow up the reply: a short reason for the first
+// hundred, the rest left out (they are filtered out either way).
+TEST(ExtenderEngine, UnknownNodeNamesGetACompactReply) {
+  ExtenderService service("bestfit");
+  load(service, {node_json({.name = "a", .gpus = 8})}, {});
+  std::vector<std::string> names = {"a"};
+  for (int i = 0; i < 100000; ++i) names.push_back(fmt::format("made-up-node-with-a-long-name-{:06d}", i));
+  size_t request_bytes = 0;
+  for (const std::string& n : names) request_bytes += n.size() + 3;
+  ExtenderFilterResult f = service.filter(names_args(pod_json({.name = "p", .cpu = "1", .gpus = 1}), names));
+  EXPECT_EQ(*f.node_names, std::vector<std::string>{"a"});
+  EXPECT_EQ(f.failed_and_unresolvable_nodes.size(), 100u);
+  EXPECT_EQ(f.failed_and_unresolvable_nodes.begin()->second, "unknown to gpupack");
+  const std::string reply = to_json_text(f);
+  EXPECT_LT(reply.size(), request_bytes / 100) << reply.size() << " reply bytes for " << request_bytes;
+}
+
+// A stranger's requests change nothing: pods of another scheduler get an
+// Error (and bind refuses them), nodes the node list lacks are unresolvable.
+TEST(ExtenderEngine, PodsOfAnotherSchedulerAndUnlistedNodesChangeNothing) {
+  ServiceOptions o;
+  o.policy = "bestfit";
+  o.scheduler_names = {"gpupack-scheduler"};
+  ExtenderService service(o);
+  json coredns = pod_json({.ns = "kube-system", .name = "coredns-abc", .cpu = "1"});
+  coredns["spec"]["schedulerName"] = "default-scheduler";
+  load(service, {node_json({.name = "a", .gpus = 8})}, {coredns});
+  json stranger = pod_json({.name = "stranger", .cpu = "1", .gpus = 1});
+  stranger["spec"]["schedulerName"] = "default-scheduler";
+  ExtenderFilterResult f = service.filter(names_args(stranger, {"a"}));
+  EXPECT_NE(f.error.find("schedulerName \"default-scheduler\""), std::string::npos) << f.error;
+  EXPECT_EQ(score_of(service.prioritize(names_args(stranger, {"a"}), nullptr), "a"), 0);
+  EXPECT_NE(service.bind({"stranger", "ml", "uid-stranger", "a"}).error, "");
+  const std::string refused = service.bind({"coredns-abc", "kube-system", "uid-coredns-abc", "a"}).error;
+  EXPECT_NE(refused.find("schedulerName"), std::string::npos) << refused;
+  EXPECT_TRUE(service.assignments().empty());
+  EXPECT_TRUE(service.metrics().pending.empty());
+
+  // A full Node object gpupack's node list lacks is not added.
+  ExtenderArgs full;
+  full.pod = pod_json({.name = "mine", .cpu = "1", .gpus = 1});
+  full.nodes = std::vector<json>{node_json({.name = "a", .gpus = 8}), node_json({.name = "made-up", .gpus = 8})};
+  f = service.filter(full);
+  ASSERT_TRUE(f.nodes.has_value());
+  EXPECT_EQ(f.nodes->size(), 1u);
+  ASSERT_TRUE(f.failed_and_unresolvable_nodes.count("made-up"));
+  EXPECT_NE(f.failed_and_unresolvable_nodes["made-up"].find("not in gpupack's node list"), std::string::npos);
+  EXPECT_EQ(service.metrics().node_count, 1);
+
+  // Opted in, it is.
+  o.accept_request_nodes = true;
+  ExtenderService open(o);
+  load(open, {node_json({.name = "a", .gpus = 8})}, {});
+  f = open.filter(full);
+  EXPECT_EQ(f.nodes->size(), 2u);
+  EXPECT_EQ(open.metrics().node_count, 2);
 }
 
 }  // namespace

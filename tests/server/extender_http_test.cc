@@ -182,8 +182,9 @@ TEST_F(ExtenderHttp, FilterNamesTopologyForNodesSentWithTheirGpuTopology) {
   httplib::Client c("127.0.0.1", port_);
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
-  EXPECT_NE(m->body.find("gpupack_pending_pod_age_seconds{namespace=\"ml\",pod=\"train-numa\",reason=\"topology\"}"),
-            std::string::npos);
+  EXPECT_NE(m->body.find("gpupack_oldest_pending_pod_age_seconds{reason=\"topology\"}"), std::string::npos);
+  EXPECT_NE(m->body.find("gpupack_pending_pods_over_age{reason=\"topology\",age=\"1h\"} 0"), std::string::npos);
+  EXPECT_EQ(m->body.find("train-numa"), std::string::npos) << "a series names a pod";
   EXPECT_NE(m->body.find("gpupack_pending_pods{reason=\"topology\"} 1"), std::string::npos);
 }
 

@@ -151,6 +151,32 @@ TEST(KubeClient, ApiErrorsAndUnreachableServersAreReported) {
   EXPECT_FALSE(nowhere.list_nodes().error.empty());
 }
 
+// Names go into API paths only when they are valid Kubernetes names: no
+// name can reach another path ("x/../../..", an encoded slash, a dot).
+TEST(KubeClient, NamesThatAreNotKubernetesNamesNeverReachTheApi) {
+  FakeApi api({}, {});
+  KubeClient client(api.config());
+  for (const auto& [ns, name] : std::vector<std::pair<std::string, std::string>>{{"ml", "x/../../.."},
+                                                                                 {"ml", ".."},
+                                                                                 {"ml", "a%2Fb"},
+                                                                                 {"kube-system/..", "p"},
+                                                                                 {"", "p"},
+                                                                                 {"ml", ""},
+                                                                                 {"ml", "UPPER"},
+                                                                                 {"ml", "-lead"},
+                                                                                 {"ml.dot", "p"},
+                                                                                 {"ml", std::string(254, 'a')}}) {
+    const std::string err = client.create_binding(ns, name, "", "n");
+    EXPECT_NE(err.find("no request sent"), std::string::npos) << ns << "/" << name << ": " << err;
+    EXPECT_NE(client.patch_pod_annotations(ns, name, {{"k", "v"}}).find("no request sent"), std::string::npos);
+  }
+  EXPECT_TRUE(api.calls().empty());
+  // Valid names with dots and dashes go through (and reach the fake's 409).
+  EXPECT_NE(client.create_binding("ml-2", "job-0.worker-1", "", "n").find("HTTP 409"), std::string::npos);
+  ASSERT_EQ(api.calls().size(), 1u);
+  EXPECT_EQ(api.calls()[0].path, "/api/v1/namespaces/ml-2/pods/job-0.worker-1/binding");
+}
+
 TEST(KubeClient, ReadsTheCurrentContextOfAKubeconfig) {
   const std::string path = ::testing::TempDir() + "/kubeconfig-test.yaml";
   std::ofstream(path) << R"(apiVersion: v1
