@@ -87,6 +87,7 @@ ExtenderService::Carried ExtenderService::carry_locked() const {
     const PodEntry& e = pods_[i];
     const PodId pid{static_cast<int32_t>(i)};
     c.first_seen[e.pod.key()] = e.first_seen;
+    if (auto f = inflight_.find(e.pod.key()); f != inflight_.end()) c.inflight[f->first] = f->second;
     if (e.learned == Learned::kAssumed && state_->is_bound(pid)) {
       const Assignment& a = state_->assignment(pid);
       c.guesses[e.pod.key()] =
@@ -229,6 +230,14 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     if (g == carried.guesses.end() || kept[i].node_name != g->second.node || kept[i].assigned) continue;
     if (!kept[i].uid.empty() && kept[i].uid != g->second.uid) continue;
     (void)state_->bind(PodId{static_cast<int32_t>(i)}, g->second.request, g->second.assignment);
+  }
+  // A bind waiting on the API keeps its GPUs reserved.
+  for (size_t i = 0; i < kept.size(); ++i) {
+    auto f = carried.inflight.find(kept[i].key());
+    if (f == carried.inflight.end() || (!kept[i].node_name.empty() && kept[i].node_name != f->second.node)) continue;
+    if (!kept[i].uid.empty() && kept[i].uid != f->second.uid) continue;
+    const PodId pid{static_cast<int32_t>(i)};
+    if (!state_->is_bound(pid)) (void)state_->bind(pid, f->second.request, f->second.assignment);
   }
   // A pod another scheduler placed keeps the GPUs gpupack chose for it when
   // it was first seen there, so that its GPUs do not move between reloads.
@@ -669,7 +678,7 @@ HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::stri
 }
 
 ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   expire_assumed_locked();
   ExtenderBindingResult r;
   const std::string key =
@@ -679,8 +688,13 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
     r.error = fmt::format("pod {} is unknown to gpupack (no filter call or cluster list has shown it)", key);
     return r;
   }
-  const int pi = it->second;
-  PodEntry& e = pods_[static_cast<size_t>(pi)];
+  if (inflight_.count(key)) {
+    r.error = fmt::format("pod {}: a bind of this pod is in progress", key);
+    return r;
+  }
+  int pi = it->second;
+  PodEntry* ep = &pods_[static_cast<size_t>(pi)];
+  PodEntry& e = *ep;
   if (std::string why = scheduler_refused(e.pod); !why.empty()) {
     r.error = why;  // another scheduler's pod: never bound from here
     return r;
@@ -694,7 +708,7 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
     r.error = fmt::format("node {} is unknown to gpupack", args.node);
     return r;
   }
-  const PodId pid{pi};
+  PodId pid{pi};
   bool confirmed = false;
   if (state_->is_bound(pid)) {
     const bool same = index(state_->assignment(pid).node) == static_cast<size_t>(n);
@@ -733,33 +747,37 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
   const Request req = state_->request(pid);
   const std::string annotation = req.is_gpu() ? assigned_gpus_annotation(args.node, where) : "";
   if (binder_) {
-    std::string err = binder_->bind(e.pod, args.node, annotation);
+    // The API round trip (or the journal's fsync) happens outside the lock:
+    // filter and prioritize go on meanwhile. The GPUs stay reserved in the
+    // state, and a reload in between carries the reservation (inflight_).
+    Binder* binder = binder_;
+    const K8sPod pod = e.pod;
+    inflight_[key] = Carried::Guess{pod.uid, args.node, req, where, std::chrono::steady_clock::now()};
+    ++mutations_;  // a reload built before the reservation is built again
+    lock.unlock();
+    const std::string err = binder->bind(pod, args.node, annotation);
+    lock.lock();
+    inflight_.erase(key);
+    auto again = pod_index_.find(key);  // the model may have been swapped meanwhile
+    if (again == pod_index_.end()) {
+      r.error = err;  // deleted meanwhile: nothing left to keep or undo
+      return r;
+    }
+    pi = again->second;
+    ep = &pods_[static_cast<size_t>(pi)];
+    pid = PodId{pi};
     if (!err.empty()) {
-      (void)state_->unbind(pid);
-      state_->commit();
-      if (e.learned == Learned::kAssumed) --assumed_now_;
-      e.learned = Learned::kNone;
+      if (state_->is_bound(pid) && ep->learned != Learned::kBoundHere && ep->pod.node_name.empty()) {
+        (void)state_->unbind(pid);
+        state_->commit();
+        if (ep->learned == Learned::kAssumed) --assumed_now_;
+        ep->learned = Learned::kNone;
+      }
       r.error = err;
       return r;
     }
   }
-  if (confirmed) {
-    --assumed_now_;
-    ++counters_.confirmed;
-  }
-  e.learned = Learned::kBoundHere;
-  ++mutations_;
-  e.bound_here_at = std::chrono::steady_clock::now();
-  e.pod.node_name = args.node;
-  e.pending_reason.clear();
-  if (e.object.is_object()) {
-    e.object["spec"]["nodeName"] = args.node;
-    if (!annotation.empty()) e.object["metadata"]["annotations"][std::string(annotations::kAssignedGpus)] = annotation;
-  }
-  if (!annotation.empty()) {
-    e.pod.annotations[std::string(annotations::kAssignedGpus)] = annotation;
-    e.pod.assigned = parse_assigned_gpus(annotation);
-  }
+  finish_bind_locked(*ep, pid, args.node, annotation, confirmed);
   if (log_enabled(LogLevel::kDebug))
     log_debug("bind", {{"pod", key},
                        {"node", args.node},
@@ -767,6 +785,33 @@ ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
                        {"was_assumed", confirmed ? "true" : "false"},
                        {"api", binder_ ? "true" : "false"}});
   return r;
+}
+
+void ExtenderService::finish_bind_locked(PodEntry& e, PodId pid, const std::string& node, const std::string& annotation,
+                                         bool confirmed) {
+  if (const int n = node_index_locked(node); !state_->is_bound(pid) && n >= 0) {
+    // Only if a reload dropped the reservation (it carries it): bind again.
+    const Decision d = evaluate_locked(e.pod, {n}, nullptr);
+    if (d.placed()) (void)state_->bind(pid, best_request_, d.assignment);
+    state_->commit();
+  }
+  if (confirmed && e.learned == Learned::kAssumed) {
+    --assumed_now_;
+    ++counters_.confirmed;
+  }
+  e.learned = Learned::kBoundHere;
+  ++mutations_;
+  e.bound_here_at = std::chrono::steady_clock::now();
+  e.pod.node_name = node;
+  e.pending_reason.clear();
+  if (e.object.is_object()) {
+    e.object["spec"]["nodeName"] = node;
+    if (!annotation.empty()) e.object["metadata"]["annotations"][std::string(annotations::kAssignedGpus)] = annotation;
+  }
+  if (!annotation.empty()) {
+    e.pod.annotations[std::string(annotations::kAssignedGpus)] = annotation;
+    e.pod.assigned = parse_assigned_gpus(annotation);
+  }
 }
 
 ExtenderPreemptionResult ExtenderService::preempt(const ExtenderPreemptionArgs& args, std::string* /*error*/) {

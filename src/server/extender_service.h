@@ -51,9 +51,12 @@
 //   0..9 scale cannot separate.
 // - bind(): the engine's placement on the named node (the assumed one when
 //   the pod is assumed there), bound in the state, then, with a Binder,
-//   written out (assignment annotation + Binding); on a binder error the
-//   state change is undone. Binding a pod already bound to the same node is
-//   a no-op success.
+//   written out (assignment annotation + Binding, or the bind journal); on
+//   a binder error the state change is undone. The Binder is called outside
+//   the lock, so filter and prioritize do not wait for the API or the
+//   disk; meanwhile the GPUs stay reserved (a reload carries the
+//   reservation) and a second bind of the same pod is refused. Binding a
+//   pod already bound to the same node is a no-op success.
 // - preempt(): keeps the candidate nodes where removing the proposed victims
 //   (those bound there in the state) makes the pod fit; checkpoint/rollback,
 //   nothing changes. Replies in NodeNameToMetaVictims form.
@@ -202,6 +205,8 @@ class ExtenderService {
     std::unordered_map<std::string, Guess> guesses;
     // Pods placed by others, on the GPUs gpupack chose for them: kept.
     std::unordered_map<std::string, Guess> chosen;
+    // Binds waiting on the Binder (outside the lock): GPUs stay reserved.
+    std::unordered_map<std::string, Guess> inflight;
   };
   struct Counters {
     uint64_t assumed = 0, confirmed = 0, expired = 0, conflicts = 0;
@@ -218,6 +223,8 @@ class ExtenderService {
   int add_node_locked(const nlohmann::json& node_object, std::string* error);
   int pod_index_locked(const K8sPod& pod, const nlohmann::json& object);
   std::string scheduler_refused(const K8sPod& pod) const;  // "" when served
+  void finish_bind_locked(PodEntry& e, PodId pid, const std::string& node, const std::string& annotation,
+                          bool confirmed);
   std::optional<K8sPod> parse_args_pod(const nlohmann::json& pod, std::string* error) const;
   void expire_assumed_locked();
   void release_locked(int pod);  // unbinds an assumed pod
@@ -243,6 +250,7 @@ class ExtenderService {
   std::unordered_map<std::string, int> pod_index_;
   std::unique_ptr<ClusterState> state_;
   std::vector<std::string> unattributed_;
+  std::unordered_map<std::string, Carried::Guess> inflight_;  // pod key -> bind waiting on the Binder
   Binder* binder_ = nullptr;
   bool ready_ = false;
   uint64_t mutations_ = 0;

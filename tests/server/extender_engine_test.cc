@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "analyze/analyze.h"
@@ -375,6 +377,80 @@ TEST(ExtenderEngine, PodsOfAnotherSchedulerAndUnlistedNodesChangeNothing) {
   f = open.filter(full);
   EXPECT_EQ(f.nodes->size(), 2u);
   EXPECT_EQ(open.metrics().node_count, 2);
+}
+
+// A Binder that takes its time (an API server under load): filter goes on
+// meanwhile, the GPUs stay reserved, a second bind of the pod is refused, and
+// a refusal by the API undoes the reservation.
+class SlowBinder : public Binder {
+ public:
+  std::string bind(const K8sPod&, const std::string&, const std::string&) override {
+    std::unique_lock l(mu_);
+    ++calls_;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return released_; });
+    return answer_;
+  }
+  void wait_for_call(int n) {
+    std::unique_lock l(mu_);
+    cv_.wait(l, [&] { return calls_ >= n; });
+  }
+  void release(std::string answer) {
+    std::lock_guard l(mu_);
+    answer_ = std::move(answer);
+    released_ = true;
+    cv_.notify_all();
+  }
+  void rearm() {
+    std::lock_guard l(mu_);
+    released_ = false;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int calls_ = 0;
+  bool released_ = false;
+  std::string answer_;
+};
+
+TEST(ExtenderEngine, FilterDoesNotWaitForABindThatWaitsOnTheApi) {
+  ExtenderService service("bestfit");
+  SlowBinder binder;
+  service.set_binder(&binder);
+  load(service, {node_json({.name = "a", .gpus = 8})}, {});
+  const json big = pod_json({.name = "big", .cpu = "1", .gpus = 6});
+  ASSERT_EQ(service.filter(names_args(big, {"a"})).node_names->size(), 1u);
+  ExtenderBindingResult result;
+  std::thread bind([&] { result = service.bind({"big", "ml", "uid-big", "a"}); });
+  binder.wait_for_call(1);
+  // The bind is with the API: filter answers at once, with the 6 GPUs reserved.
+  const auto t0 = std::chrono::steady_clock::now();
+  ExtenderFilterResult f = service.filter(names_args(pod_json({.name = "three", .cpu = "1", .gpus = 3}), {"a"}));
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(waited_s, 1.0) << "filter waited for the bind";
+  EXPECT_TRUE(f.node_names->empty()) << "the reserved GPUs were offered again";
+  EXPECT_NE(service.bind({"big", "ml", "uid-big", "a"}).error.find("in progress"), std::string::npos);
+  // A reload while the bind waits keeps the reservation.
+  load(service, {node_json({.name = "a", .gpus = 8})}, {big});
+  EXPECT_TRUE(
+      service.filter(names_args(pod_json({.name = "three", .cpu = "1", .gpus = 3}), {"a"})).node_names->empty());
+  binder.release("");
+  bind.join();
+  EXPECT_EQ(result.error, "");
+  EXPECT_EQ(service.assignments().at("ml/big"), "a:0,1,2,3,4,5");
+
+  // The API refuses the next one: its GPUs are free again.
+  binder.rearm();
+  const json two = pod_json({.name = "two", .cpu = "1", .gpus = 2});
+  ASSERT_EQ(service.filter(names_args(two, {"a"})).node_names->size(), 1u);
+  std::thread refused([&] { result = service.bind({"two", "ml", "uid-two", "a"}); });
+  binder.wait_for_call(2);
+  binder.release("HTTP 409: binding refused");
+  refused.join();
+  EXPECT_EQ(result.error, "HTTP 409: binding refused");
+  EXPECT_EQ(service.filter(names_args(two, {"a"})).node_names->size(), 1u);
+  EXPECT_EQ(service.assignments().count("ml/two"), 0u);
 }
 
 }  // namespace

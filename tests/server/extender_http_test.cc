@@ -85,7 +85,16 @@ class ExtenderHttp : public ::testing::Test {
   }
 
   std::vector<json> nodes_, pods_;
-  ExtenderService service_{"fgd"};
+  // Nodes sent as full objects are learned here (serve --accept-request-nodes):
+  // several tests below send nodes the list lacks; the default refusal is
+  // ExtenderEngine.PodsOfAnotherSchedulerAndUnlistedNodesChangeNothing.
+  static ServiceOptions options() {
+    ServiceOptions o;
+    o.policy = "fgd";
+    o.accept_request_nodes = true;
+    return o;
+  }
+  ExtenderService service_{options()};
   LatencyHistogram latency_;
   RequestCounters counters_;
   std::unique_ptr<HttpServer> server_;
