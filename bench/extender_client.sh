@@ -18,8 +18,7 @@ work="$(mktemp -d)"
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 
-(cd "$here/../tests/e2e/scheduler" && GOCACHE="$work/gocache" GOPATH="$work/gopath" GOPROXY=off GOFLAGS=-mod=mod \
-  go build -o "$work/scheduler" .)
+"$here/../tests/e2e/build_scheduler.sh" "$work" >/dev/null
 "$work/scheduler" synth -nodes "$nodes" -out "$work"
 echo '{"kind":"List","items":[]}' > "$work/none.json"
 "$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" --assume off \

@@ -134,9 +134,13 @@ TEST(ServeCli, RestartAfterKillKeepsEveryAssignment) {
 TEST(ServeCli, KillDuringBindsLosesNoAcknowledgedBindAndDoubleBooksNoGpu) {
   const std::string dir = ::testing::TempDir();
   std::vector<json> nodes;
-  for (int n = 0; n < 6; ++n) nodes.push_back(testing::node_json({.name = "n" + std::to_string(n), .gpus = 8}));
-  std::vector<json> pods;
-  for (int i = 0; i < 300; ++i)
+  std::vector<std::string> names;
+  for (int n = 0; n < 80; ++n) {
+    names.push_back("n" + std::to_string(n));
+    nodes.push_back(testing::node_json({.name = names.back(), .gpus = 8}));
+  }
+  std::vector<json> pods;  // 1,000 shares of a GPU: all fit
+  for (int i = 0; i < 1000; ++i)
     pods.push_back(testing::pod_json({.name = "p" + std::to_string(i), .cpu = "1", .gpu_milli = 300 + 100 * (i % 5)}));
   std::ofstream(dir + "/kb_nodes.json") << testing::list_json(nodes).dump();
   const std::string out = dir + "/kb_pods_out.json", port_file = dir + "/kb_port";
@@ -152,7 +156,7 @@ TEST(ServeCli, KillDuringBindsLosesNoAcknowledgedBindAndDoubleBooksNoGpu) {
                      port_file);
       ASSERT_GT(s.port, 0);
       std::atomic<bool> killed{false};
-      const int after_ms = std::uniform_int_distribution<int>(30, 600)(rng);
+      const int after_ms = std::uniform_int_distribution<int>(30, 1500)(rng);
       std::thread killer([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(after_ms));
         killed = true;
@@ -162,7 +166,7 @@ TEST(ServeCli, KillDuringBindsLosesNoAcknowledgedBindAndDoubleBooksNoGpu) {
       c.set_read_timeout(2, 0);
       for (size_t i = 0; i < pods.size() && !killed; ++i) {
         const std::string name = "p" + std::to_string(i);
-        json args = {{"Pod", pods[i]}, {"NodeNames", {"n0", "n1", "n2", "n3", "n4", "n5"}}};
+        json args = {{"Pod", pods[i]}, {"NodeNames", names}};
         auto p = c.Post("/prioritize", args.dump(), "application/json");
         if (!p || p->status != 200) break;
         std::string best;

@@ -17,14 +17,10 @@ gpupack="${1:?usage: extender_e2e.sh <gpupack-binary> <work-dir> <shared-dir> [p
 build="${2:?work dir}"
 trace="${3:?shared dir}/traces/openb"
 policies="${4:-bestfit fgd}"
-src="$(cd "$(dirname "$0")" && pwd)/scheduler"
 if [ ! -f "$trace/openb_node_list_gpu_node.csv" ]; then
   echo "skipped: openb trace not found at $trace" >&2
   exit 77
 fi
-command -v go >/dev/null || { echo "go not found: run scripts/install-deps.sh (golang-go)" >&2; exit 1; }
-
-mkdir -p "$build"
 work="$(mktemp -d)"
 pids=()
 stop_all() {
@@ -34,10 +30,7 @@ stop_all() {
 }
 trap 'stop_all; rm -rf "$work"' EXIT
 
-# Offline build with Debian's Go; the cache lives in the build folder.
-(cd "$src" && GOCACHE="$build/gocache" GOPATH="$build/gopath" GOPROXY=off GOFLAGS=-mod=mod \
-  go build -o "$build/scheduler" .)
-sched="$build/scheduler"
+sched="$("$(dirname "$0")/build_scheduler.sh" "$build")"
 "$sched" openb -trace "$trace" -nodes 60 -pods 450 -out "$work"
 
 wait_port() {  # file log

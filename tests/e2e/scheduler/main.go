@@ -15,6 +15,7 @@
 //	schedule  schedule every pod of pods.json in order: filter, prioritize,
 //	          the highest score (ties by node name), then bind
 //	bench     filter + prioritize one pod many times; client-side quantiles
+//	verify    check a fake API's pods against the binds a scheduler saw acknowledged
 //
 // Only Go's standard library is used, so Debian's golang-go builds it offline.
 package main
@@ -40,7 +41,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: scheduler openb|synth|fakeapi|schedule|bench [flags]")
+		fmt.Fprintln(os.Stderr, "usage: scheduler openb|synth|fakeapi|schedule|bench|verify [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -55,6 +56,8 @@ func main() {
 		err = runSchedule(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "verify":
+		err = runVerify(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -268,6 +271,7 @@ func runOpenb(args []string) error {
 func runSynth(args []string) error {
 	fs := flag.NewFlagSet("synth", flag.ExitOnError)
 	n := fs.Int("nodes", 5000, "nodes")
+	nPods := fs.Int("pods", 1, "pending pods: 1 = one 1-GPU pod; more = shares of a GPU (300..700 milli)")
 	out := fs.String("out", ".", "output folder")
 	fs.Parse(args)
 	var nodes []object
@@ -280,7 +284,14 @@ func runSynth(args []string) error {
 	if err := writeList(*out+"/nodes.json", "NodeList", nodes); err != nil {
 		return err
 	}
-	return writeList(*out+"/pods.json", "PodList", []object{podObject("bench-pod", 4000, 16384, 1, 1000, "")})
+	pods := []object{podObject("bench-pod", 4000, 16384, 1, 1000, "")}
+	if *nPods > 1 {
+		pods = nil
+		for i := 0; i < *nPods; i++ {
+			pods = append(pods, podObject(fmt.Sprintf("p%04d", i), 1000, 4096, 1, 300+100*(i%5), ""))
+		}
+	}
+	return writeList(*out+"/pods.json", "PodList", pods)
 }
 
 // ---- fake API --------------------------------------------------------------
@@ -720,14 +731,28 @@ func runSchedule(args []string) error {
 	api := fs.String("api", "", "with -bind api: the API server's URL")
 	wait := fs.Bool("wait-learned", false, "after each bind, wait until the extender's gpupack_bound_pods counts it")
 	outPath := fs.String("out", "placements.csv", "pod,node per pod")
+	ackedPath := fs.String("acked", "", "append pod,node here as each bind is acknowledged (kept when the extender dies)")
+	pendingFromAPI := fs.Bool("pending-from-api", false, "schedule the pods -api lists without a node, not -pods")
 	statsPath := fs.String("stats", "", "write client-side latency figures here (JSON)")
 	fs.Parse(args)
 	nodes, pods, byName, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
 		return err
 	}
+	if *pendingFromAPI {
+		if pods, err = pendingPods(*api); err != nil {
+			return err
+		}
+	}
 	c := newClient(*url)
 	rows := [][]string{{"pod", "node"}}
+	var acked *os.File
+	if *ackedPath != "" {
+		if acked, err = os.OpenFile(*ackedPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+			return err
+		}
+		defer acked.Close()
+	}
 	bound := 0
 	if *wait {
 		if bound, err = boundPods(c.url); err != nil {
@@ -754,6 +779,9 @@ func runSchedule(args []string) error {
 				return fmt.Errorf("pod %s: bind: %v", name(pod), err)
 			}
 			c.bindMs = append(c.bindMs, ms)
+			if acked != nil {
+				fmt.Fprintf(acked, "%s,%s\n", name(pod), chosen)
+			}
 		case "api":
 			err := post(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/binding", strings.TrimRight(*api, "/"),
 				namespace(pod), name(pod)), object{"apiVersion": "v1", "kind": "Binding",
@@ -791,6 +819,98 @@ func runSchedule(args []string) error {
 	if *statsPath != "" {
 		return writeJSON(*statsPath, c.stats())
 	}
+	return nil
+}
+
+// listPods lists the API's pods.
+func listPods(api string) ([]object, error) {
+	resp, err := http.Get(strings.TrimRight(api, "/") + "/api/v1/pods")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Items []object `json:"items"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	return list.Items, err
+}
+
+// pendingPods lists the API's pods that have no node yet, in list order.
+func pendingPods(api string) ([]object, error) {
+	items, err := listPods(api)
+	if err != nil {
+		return nil, err
+	}
+	var out []object
+	for _, p := range items {
+		if spec, _ := p["spec"].(object); spec["nodeName"] == nil || spec["nodeName"] == "" {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// runVerify checks the API's pods against the binds a scheduler saw
+// acknowledged: each is bound there, to that node, and no GPU holds more
+// than all of it (gpupack.io/assigned-gpus, "node:0,1[@milli]").
+func runVerify(args []string) error {
+	fs := flag.NewFlagSet("verify", flag.ExitOnError)
+	api := fs.String("api", "", "the fake API's URL")
+	ackedPath := fs.String("acked", "acked.csv", "pod,node lines")
+	fs.Parse(args)
+	items, err := listPods(*api)
+	if err != nil {
+		return err
+	}
+	boundTo := map[string]string{}
+	milli := map[string]int{} // node/gpu -> milli
+	for _, p := range items {
+		spec, _ := p["spec"].(object)
+		node, _ := spec["nodeName"].(string)
+		if node == "" {
+			continue
+		}
+		boundTo[name(p)] = node
+		ann, _ := meta(p)["annotations"].(object)
+		a, _ := ann["gpupack.io/assigned-gpus"].(string)
+		if a == "" {
+			return fmt.Errorf("pod %s is bound to %s without gpupack.io/assigned-gpus", name(p), node)
+		}
+		head, share := a, 1000
+		if at := strings.IndexByte(a, '@'); at >= 0 {
+			head = a[:at]
+			if share, err = strconv.Atoi(a[at+1:]); err != nil {
+				return fmt.Errorf("pod %s: annotation %q", name(p), a)
+			}
+		}
+		colon := strings.IndexByte(head, ':')
+		if colon < 0 || head[:colon] != node {
+			return fmt.Errorf("pod %s: annotation %q does not name its node %s", name(p), a, node)
+		}
+		for _, g := range strings.Split(head[colon+1:], ",") {
+			milli[node+"/"+g] += share
+		}
+	}
+	for gpu, m := range milli {
+		if m > 1000 {
+			return fmt.Errorf("GPU %s holds %d milli: double-booked", gpu, m)
+		}
+	}
+	rows, err := readCSV(*ackedPath)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if len(r) != 2 {
+			continue
+		}
+		if boundTo[r[0]] != r[1] {
+			return fmt.Errorf("acknowledged bind of %s to %s lost (the API has %q)", r[0], r[1], boundTo[r[0]])
+		}
+	}
+	fmt.Printf("verified: %d acknowledged binds present, %d pods bound, %d GPUs used, none over 1000 milli\n",
+		len(rows), len(boundTo), len(milli))
 	return nil
 }
 
