@@ -16,6 +16,8 @@
 //	          the highest score (ties by node name), then bind
 //	bench     filter + prioritize one pod many times; client-side quantiles
 //	verify    check a fake API's pods against the binds a scheduler saw acknowledged
+//	soak      many schedulers at once for a long time: pending pods from the API,
+//	          filter, prioritize, bind, /metrics; quantiles and the server's RSS per interval
 //
 // Only Go's standard library is used, so Debian's golang-go builds it offline.
 package main
@@ -41,7 +43,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: scheduler openb|synth|fakeapi|schedule|bench|verify [flags]")
+		fmt.Fprintln(os.Stderr, "usage: scheduler openb|synth|fakeapi|schedule|bench|verify|soak [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -58,6 +60,8 @@ func main() {
 		err = runBench(os.Args[2:])
 	case "verify":
 		err = runVerify(os.Args[2:])
+	case "soak":
+		err = runSoak(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -308,9 +312,15 @@ type fakeAPI struct {
 	rv     int64
 	nodes  []object
 	pods   map[string]object // ns/name
-	order  []string
-	events []event
+	events []event           // the newest; base is the number dropped before them
+	base   int
+	bound  map[string]time.Time // pods bound, and when (for -churn-after)
+	gen    int
 }
+
+// maxEvents kept for watchers; one that falls further behind gets 410 Gone
+// and lists again, as from a real API server.
+const maxEvents = 20000
 
 func (a *fakeAPI) list(w http.ResponseWriter, kind string) {
 	a.mu.Lock()
@@ -318,7 +328,12 @@ func (a *fakeAPI) list(w http.ResponseWriter, kind string) {
 	if kind == "nodes" {
 		items = a.nodes
 	} else {
-		for _, k := range a.order {
+		keys := make([]string, 0, len(a.pods))
+		for k := range a.pods {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
 			items = append(items, a.pods[k])
 		}
 	}
@@ -359,23 +374,45 @@ func (a *fakeAPI) watch(w http.ResponseWriter, r *http.Request, kind string) {
 		a.cond.Broadcast()
 		a.mu.Unlock()
 	}()
-	next := 0
-	for {
-		a.mu.Lock()
-		for next < len(a.events) && (a.events[next].kind != kind || a.events[next].rv <= from) {
+	gone := []byte(`{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old resource version"}}` + "\n")
+	a.mu.Lock()
+	next := a.base // absolute index of the next event to look at
+	if a.base > 0 && len(a.events) > 0 && from < a.events[0].rv-1 {
+		a.mu.Unlock()
+		w.Write(gone)
+		return
+	}
+	a.mu.Unlock()
+	skip := func() {
+		for next-a.base < len(a.events) && (a.events[next-a.base].kind != kind || a.events[next-a.base].rv <= from) {
 			next++
 		}
-		for next >= len(a.events) && time.Now().Before(deadline) && r.Context().Err() == nil {
-			a.cond.Wait()
-			for next < len(a.events) && (a.events[next].kind != kind || a.events[next].rv <= from) {
-				next++
-			}
+	}
+	for {
+		a.mu.Lock()
+		if next < a.base {
+			a.mu.Unlock()
+			w.Write(gone)
+			return
 		}
-		if next >= len(a.events) {
+		skip()
+		for next-a.base >= len(a.events) && time.Now().Before(deadline) && r.Context().Err() == nil {
+			a.cond.Wait()
+			if next < a.base {
+				break
+			}
+			skip()
+		}
+		if next < a.base {
+			a.mu.Unlock()
+			w.Write(gone)
+			return
+		}
+		if next-a.base >= len(a.events) {
 			a.mu.Unlock()
 			return
 		}
-		line := a.events[next].line
+		line := a.events[next-a.base].line
 		next++
 		a.mu.Unlock()
 		if _, err := w.Write(line); err != nil {
@@ -394,12 +431,60 @@ func (a *fakeAPI) modifyPod(key string, f func(object)) bool {
 		return false
 	}
 	f(p)
+	a.emit("MODIFIED", p)
+	return true
+}
+
+// emit records a pod event with the next resourceVersion; under a.mu.
+func (a *fakeAPI) emit(eventType string, p object) {
 	a.rv++
 	meta(p)["resourceVersion"] = strconv.FormatInt(a.rv, 10)
-	line, _ := json.Marshal(object{"type": "MODIFIED", "object": p})
+	line, _ := json.Marshal(object{"type": eventType, "object": p})
 	a.events = append(a.events, event{a.rv, "pods", append(line, '\n')})
+	if len(a.events) > maxEvents {
+		drop := len(a.events) / 2
+		a.events = append([]event(nil), a.events[drop:]...)
+		a.base += drop
+	}
 	a.cond.Broadcast()
-	return true
+}
+
+// churn deletes each pod `after` its bind and adds a new pending pod in its
+// place (same shape, a new name and UID): a steady stream of work.
+func (a *fakeAPI) churn(after time.Duration) {
+	for {
+		time.Sleep(100 * time.Millisecond)
+		a.mu.Lock()
+		now := time.Now()
+		for key, at := range a.bound {
+			if now.Sub(at) < after {
+				continue
+			}
+			old := a.pods[key]
+			delete(a.pods, key)
+			delete(a.bound, key)
+			a.emit("DELETED", old)
+			var fresh object
+			b, _ := json.Marshal(old)
+			json.Unmarshal(b, &fresh)
+			a.gen++
+			base := name(old)
+			if i := strings.Index(base, "-g"); i >= 0 {
+				base = base[:i]
+			}
+			n := fmt.Sprintf("%s-g%d", base, a.gen)
+			meta(fresh)["name"] = n
+			meta(fresh)["uid"] = "uid-" + n
+			if ann, ok := meta(fresh)["annotations"].(object); ok {
+				delete(ann, "gpupack.io/assigned-gpus")
+			}
+			delete(fresh["spec"].(object), "nodeName")
+			fresh["status"] = object{"phase": "Pending"}
+			a.pods[namespace(fresh)+"/"+n] = fresh
+			a.emit("ADDED", fresh)
+		}
+		a.mu.Unlock()
+	}
 }
 
 func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -442,6 +527,9 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				p["spec"].(object)["nodeName"] = node
 				p["status"] = object{"phase": "Running"}
 			})
+			if ok {
+				a.bound[key] = time.Now()
+			}
 		case r.Method == "PATCH" && len(parts) == 3:
 			ok = a.modifyPod(key, func(p object) {
 				m, _ := in["metadata"].(object)
@@ -476,19 +564,20 @@ func runFakeAPI(args []string) error {
 	nodesPath := fs.String("nodes", "nodes.json", "NodeList")
 	podsPath := fs.String("pods", "pods.json", "PodList")
 	portFile := fs.String("port-file", "", "write the listening port here")
+	churnAfter := fs.Duration("churn-after", 0, "delete each pod this long after its bind and add a new pending one")
 	fs.Parse(args)
 	nodes, pods, _, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
 		return err
 	}
-	a := &fakeAPI{rv: 1, nodes: nodes, pods: map[string]object{}}
+	a := &fakeAPI{rv: 1, nodes: nodes, pods: map[string]object{}, bound: map[string]time.Time{}}
 	a.cond = sync.NewCond(&a.mu)
 	for _, p := range pods {
-		k := namespace(p) + "/" + name(p)
-		a.pods[k] = p
-		a.order = append(a.order, k)
+		a.pods[namespace(p)+"/"+name(p)] = p
 	}
-	sort.Strings(a.order)
+	if *churnAfter > 0 {
+		go a.churn(*churnAfter)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -950,4 +1039,178 @@ func runBench(args []string) error {
 		return writeJSON(*statsPath, s)
 	}
 	return nil
+}
+
+// ---- soak ------------------------------------------------------------------
+
+type soakStats struct {
+	mu        sync.Mutex
+	ms        map[string][]float64 // verb -> latencies this interval
+	errors    int
+	noNodes   int
+	lastError string
+}
+
+func (st *soakStats) fail(what string, err error, reply string) {
+	st.mu.Lock()
+	st.errors++
+	if err != nil {
+		st.lastError = what + ": " + err.Error()
+	} else {
+		st.lastError = what + ": " + reply
+	}
+	st.mu.Unlock()
+}
+
+func (st *soakStats) add(verb string, ms float64) {
+	st.mu.Lock()
+	st.ms[verb] = append(st.ms[verb], ms)
+	st.mu.Unlock()
+}
+
+func rssKiB(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			v, _ := strconv.Atoi(f[1])
+			return v
+		}
+	}
+	return -1
+}
+
+// runSoak: `clients` schedulers take pending pods from the API (the fake
+// API's churn keeps them coming) and filter, prioritize and bind each
+// through the extender; one in 20 calls is a /metrics scrape. Every
+// `report` it prints a JSON line: requests, p50/p99 per verb over the
+// interval, errors, and the server's RSS.
+func runSoak(args []string) error {
+	fs := flag.NewFlagSet("soak", flag.ExitOnError)
+	url := fs.String("extender", "", "the extender's URL prefix")
+	api := fs.String("api", "", "the fake API's URL (pending pods)")
+	nodesPath := fs.String("nodes", "nodes.json", "NodeList")
+	clients := fs.Int("clients", 16, "concurrent schedulers")
+	duration := fs.Duration("duration", 10*time.Minute, "how long")
+	report := fs.Duration("report", time.Minute, "interval between report lines")
+	pid := fs.Int("pid", 0, "the server's process id (for its RSS)")
+	fs.Parse(args)
+	nodes, err := readList(*nodesPath)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = name(n)
+	}
+	st := &soakStats{ms: map[string][]float64{}}
+	var qmu sync.Mutex
+	queue := []object{}
+	taken := map[string]bool{}
+	deadline := time.Now().Add(*duration)
+	go func() { // the scheduling queue: pending pods, refreshed
+		for time.Now().Before(deadline) {
+			if pods, err := pendingPods(*api); err == nil {
+				qmu.Lock()
+				queue = queue[:0]
+				for _, p := range pods {
+					if !taken[uid(p)] {
+						queue = append(queue, p)
+					}
+				}
+				qmu.Unlock()
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	for c := 0; c < *clients; c++ {
+		wg.Add(1)
+		go func(c int) {
+			defer wg.Done()
+			cl := newClient(*url)
+			for i := 0; time.Now().Before(deadline); i++ {
+				if i%20 == 19 {
+					start := time.Now()
+					if resp, err := cl.http.Get(cl.url + "/metrics"); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						st.add("metrics", float64(time.Since(start).Microseconds())/1000)
+					}
+					continue
+				}
+				qmu.Lock()
+				var pod object
+				if len(queue) > 0 {
+					pod, queue = queue[len(queue)-1], queue[:len(queue)-1]
+					taken[uid(pod)] = true
+				}
+				qmu.Unlock()
+				if pod == nil {
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				var f filterResult
+				ms, err := cl.send("filter", argsFor(pod, nil, names, false), &f)
+				if err != nil || f.Error != "" {
+					st.fail("filter", err, f.Error)
+					continue
+				}
+				st.add("filter", ms)
+				if f.NodeNames == nil || len(*f.NodeNames) == 0 {
+					st.mu.Lock()
+					st.noNodes++
+					st.mu.Unlock()
+					continue
+				}
+				var scores []hostPriority
+				ms, err = cl.send("prioritize", argsFor(pod, nil, *f.NodeNames, false), &scores)
+				if err != nil {
+					continue
+				}
+				st.add("prioritize", ms)
+				best, chosen := int64(-1), ""
+				for _, h := range scores {
+					if h.Score > best || (h.Score == best && h.Host < chosen) {
+						best, chosen = h.Score, h.Host
+					}
+				}
+				var r bindingResult
+				ms, err = cl.send("bind", bindingArgs{name(pod), namespace(pod), uid(pod), chosen}, &r)
+				if err != nil || r.Error != "" {
+					st.fail("bind", err, r.Error)
+					continue
+				}
+				st.add("bind", ms)
+			}
+		}(c)
+	}
+	start := time.Now()
+	tick := time.NewTicker(*report)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	emit := func() {
+		st.mu.Lock()
+		line := object{"t_s": int(time.Since(start).Seconds()), "rss_kib": rssKiB(*pid), "errors": st.errors,
+			"no_node": st.noNodes, "last_error": st.lastError}
+		for verb, ms := range st.ms {
+			line[verb] = object{"n": len(ms), "p50_ms": quantile(ms, 0.5), "p99_ms": quantile(ms, 0.99)}
+		}
+		st.ms = map[string][]float64{}
+		st.errors, st.noNodes, st.lastError = 0, 0, ""
+		st.mu.Unlock()
+		b, _ := json.Marshal(line)
+		fmt.Println(string(b))
+	}
+	for {
+		select {
+		case <-tick.C:
+			emit()
+		case <-done:
+			emit()
+			return nil
+		}
+	}
 }
