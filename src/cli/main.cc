@@ -1,12 +1,18 @@
 // gpupack command-line entry point.
 #include <fmt/format.h>
 
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "alloc/alloc_config.h"
 #include "cli/commands.h"
 #include "util/files.h"
+#include "util/strings.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpupack: pack GPU workloads onto GPUs and nodes with little stranded capacity"};
@@ -28,10 +34,24 @@ int main(int argc, char** argv) {
   gpupack::cli::add_mig_plan_command(app);
   gpupack::cli::add_hw_experiment_command(app);
   gpupack::cli::add_policies_command(app);
+  // An unknown first word is a mistyped command: say so, suggest the
+  // nearest one, exit 2 (CLI11 alone would say "A subcommand is required").
+  if (argc >= 2 && argv[1][0] != '-') {
+    const std::string word = argv[1];
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), word) == names.end()) {
+      const std::string near = gpupack::nearest_name(word, names);
+      fmt::print(stderr, "gpupack: unknown command '{}'{}\nCommands: {}\nRun 'gpupack --help' for more.\n", word,
+                 near.empty() ? "" : fmt::format(", did you mean '{}'?", near), fmt::join(names, ", "));
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;  // --help and --version are successes; every usage error exits 2
   } catch (const std::exception& e) {
     fmt::print(stderr, "gpupack: error: {}\n", e.what());
     return 1;

@@ -102,4 +102,30 @@ std::string error_text(std::string_view what, size_t max_bytes) {
   return excerpt(what, max_bytes);
 }
 
+std::string nearest_name(std::string_view word, const std::vector<std::string>& candidates) {
+  // Optimal string alignment distance (Damerau-Levenshtein without repeats).
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+    for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+    for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+      for (size_t j = 1; j <= b.size(); ++j) {
+        const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+        d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+          d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+    return d[a.size()][b.size()];
+  };
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  std::string best;
+  size_t best_d = limit + 1;
+  for (const std::string& c : candidates) {
+    const size_t dist = distance(word, c);
+    if (dist < best_d) best_d = dist, best = c;
+  }
+  return best;
+}
+
 }  // namespace gpupack

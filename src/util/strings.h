@@ -14,6 +14,9 @@
 // error_text() bounds a library's error message (which may quote a whole
 // token of the input): it drops any "; last read: ..." tail and keeps at most
 // max_bytes bytes, as excerpt() does.
+// nearest_name() is the candidate closest to `word` by edit distance
+// (insert, delete, replace, or swap of neighbours, each 1), or "" when none
+// is within max(2, size / 3) edits; ties go to the earlier candidate.
 #pragma once
 
 #include <string>
@@ -27,5 +30,6 @@ std::vector<std::string> split(std::string_view text, char sep);
 std::string excerpt(std::string_view text, size_t max_bytes = 80);
 std::string excerpt_around(std::string_view text, size_t byte, size_t max_bytes = 80);
 std::string error_text(std::string_view what, size_t max_bytes = 200);
+std::string nearest_name(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace gpupack
