@@ -87,7 +87,7 @@ void add_allocsim_command(CLI::App& app) {
                   "memory snapshot converted to JSON (device_traces)");
   cmd->add_option("--generate", flags->generate, "generate a workload instead: training or inference")
       ->check(CLI::IsMember({"training", "inference"}));
-  cmd->add_option("--seed", flags->seed, "seed for --generate")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "seed for --generate")->capture_default_str()->check(CLI::NonNegativeNumber);
   cmd->add_option("--steps", flags->steps, "steps for --generate (training steps / decode steps)")
       ->capture_default_str();
   cmd->add_option("--config", flags->configs,

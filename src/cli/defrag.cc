@@ -82,16 +82,28 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_option("--goal", flags->goal, "admit (the state's pending pods), free-gpus, free-nodes or frag")
       ->capture_default_str();
   cmd->add_flag("--gang", flags->gang, "with --goal admit: admit all pending pods or none");
-  cmd->add_option("--frag-below", flags->frag_below, "with --goal frag: target FGD fragmentation, % of GPU capacity");
+  // -1 (the default) = no limit; anything else below 0 is a mistake.
+  const CLI::Validator no_limit_or_nonnegative(
+      [](std::string& v) -> std::string {
+        const double x = std::stod(v);
+        return x == -1 || x >= 0 ? "" : "must be -1 (no limit) or at least 0";
+      },
+      "-1|>=0");
+  cmd->add_option("--frag-below", flags->frag_below, "with --goal frag: target FGD fragmentation, % of GPU capacity")
+      ->check(CLI::Range(0.0, 100.0));
   cmd->add_option("--max-moves", flags->max_moves, "at most this many pod moves (-1 = no limit)")
-      ->capture_default_str();
-  cmd->add_option("--max-moves-pct", flags->max_moves_pct, "at most this % of running pods moved");
-  cmd->add_option("--max-moved-gpus", flags->max_moved_gpus, "at most this many GPUs' worth of pods moved");
-  cmd->add_option("--max-cost", flags->max_cost, "at most this summed move cost");
+      ->capture_default_str()
+      ->check(no_limit_or_nonnegative);
+  cmd->add_option("--max-moves-pct", flags->max_moves_pct, "at most this % of running pods moved")
+      ->check(no_limit_or_nonnegative);
+  cmd->add_option("--max-moved-gpus", flags->max_moved_gpus, "at most this many GPUs' worth of pods moved")
+      ->check(no_limit_or_nonnegative);
+  cmd->add_option("--max-cost", flags->max_cost, "at most this summed move cost")->check(no_limit_or_nonnegative);
   cmd->add_option("--method", flags->method, defrag_method_name_list())->capture_default_str();
   cmd->add_option("--policy", flags->policy, "policy that re-places evicted pods (descheduler methods)")
       ->capture_default_str();
-  cmd->add_option("--time-limit", flags->time_limit, "stop the planner's search after this many seconds (0 = none)");
+  cmd->add_option("--time-limit", flags->time_limit, "stop the planner's search after this many seconds (0 = none)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-local-search", flags->no_local_search, "planner: skip the second search with chained moves");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();

@@ -40,6 +40,25 @@ TEST(CliMain, UsageErrorsExit2AndHelpAndVersionSucceed) {
   EXPECT_THAT(r.output, HasSubstr("--scheduler-name"));
 }
 
+// Out-of-range numbers are usage errors, before any work is done.
+TEST(CliMain, NumericFlagsAreRangeChecked) {
+  for (const char* args :
+       {"simulate --synthetic-nodes 10 --threads -3", "defrag --state x.json --max-moves -5",
+        "defrag --state x.json --max-cost -2", "defrag --state x.json --time-limit -1",
+        "defrag --state x.json --frag-below 150", "allocsim --generate steady --seed -5", "serve --threads 0"}) {
+    testing::RunResult r = run_gpupack(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  }
+}
+
+// The synthetic cluster is named once, with its counts.
+TEST(CliMain, SyntheticRunsAreTitledOnce) {
+  testing::RunResult r = run_gpupack("simulate --synthetic-nodes 12 --policy bestfit --seeds 42");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("cluster: synthetic (12 nodes, "));
+  EXPECT_THAT(r.output, ::testing::Not(HasSubstr("synthetic (12 nodes) (")));
+}
+
 TEST(CliMain, NearestNameAllowsAFewEditsAndNoMore) {
   const std::vector<std::string> names = {"simulate", "serve", "analyze", "defrag"};
   EXPECT_EQ(nearest_name("simulat", names), "simulate");
