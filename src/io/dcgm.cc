@@ -307,6 +307,10 @@ DcgmObservations observe_dcgm(const PromScrape& scrape, std::string_view source)
       if (key.gpu_instance < 0) fail(fmt::format("has GPU_I_ID=\"{}\", not an instance id", excerpt(*v)));
     }
 
+    // Frame-buffer fields are MiB: a value that is no memory size (NaN,
+    // infinite, negative, beyond any GPU) would become nonsense advice.
+    if (s.name.find("_FB_") != std::string::npos && !(std::isfinite(s.value) && s.value >= 0 && s.value < 1e9))
+      fail(fmt::format("has value {}, not a memory size in MiB", s.value));
     DcgmGpuObservation& g = gpus[key];
     g.key = key;
     g.mig_profile = profile;
@@ -333,6 +337,9 @@ DcgmObservations observe_dcgm(const PromScrape& scrape, std::string_view source)
       if (std::find(g.pods.begin(), g.pods.end(), ref) == g.pods.end()) g.pods.push_back(ref);
     }
   }
+  if (gpus.empty())
+    throw std::invalid_argument(
+        fmt::format("{}: no DCGM samples (DCGM_FI_* or dcgm_*): not a dcgm-exporter scrape", source));
   DcgmObservations out;
   for (auto& [k, g] : gpus) {
     std::sort(g.pods.begin(), g.pods.end());

@@ -15,7 +15,10 @@
 //   attribution (namespace, pod, container on that entity). Both label
 //   spellings are accepted: Hostname/hostname, UUID/uuid,
 //   pod/pod_name, namespace/pod_namespace, container/container_name.
-//   A DCGM sample without a usable `gpu` label is an error naming its line.
+//   A DCGM sample without a usable `gpu` label is an error naming its line;
+//   so is an FB_* value that is no memory size (NaN, infinite, negative,
+//   1e9 MiB or more). A scrape without any DCGM sample is an error naming
+//   the source (an empty or wrong file is never read as "nothing observed").
 // - Units are the exporter's: FB_* in MiB, *_UTIL in percent, PROF_* ratios.
 // - Pure functions; O(size of the text + samples x log samples).
 #pragma once

@@ -138,5 +138,28 @@ TEST(Dcgm, DcgmSampleWithoutGpuIsAnError) {
   EXPECT_THROW(observe_dcgm(bad, "s.txt"), std::invalid_argument);
 }
 
+TEST(Dcgm, MemoryValuesThatAreNoSizeAndEmptyScrapesAreErrors) {
+  for (const char* v : {"+Inf", "1e30", "NaN", "-5"}) {
+    const std::string text = std::string("DCGM_FI_DEV_FB_USED{gpu=\"0\",Hostname=\"n\"} ") + v + "\n";
+    try {
+      observe_dcgm(parse_prometheus_text(text, "s.txt"), "s.txt");
+      FAIL() << v << " was read as a memory size";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("s.txt:1: DCGM_FI_DEV_FB_USED has value"), std::string::npos) << e.what();
+    }
+  }
+  // Utilisation may be NaN (no sample yet): kept.
+  EXPECT_EQ(observe_dcgm(parse_prometheus_text("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} NaN\n", "s.txt"), "s.txt").gpus.size(),
+            1u);
+  for (const char* text : {"", "# nothing here\n", "node_cpu_seconds_total 5\n"}) {
+    try {
+      observe_dcgm(parse_prometheus_text(text, "empty.txt"), "empty.txt");
+      FAIL() << "\"" << text << "\" was read as a DCGM scrape";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("empty.txt: no DCGM samples"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace gpupack
