@@ -22,6 +22,7 @@
 #include "sim/report.h"
 #include "sim/seeds.h"
 #include "sim/synthetic.h"
+#include "util/files.h"
 #include "util/strings.h"
 
 namespace gpupack::cli {
@@ -96,6 +97,11 @@ void run_simulate(const SimulateFlags& f) {
     workload_label = "synthetic";
   }
   spec.trace.sort_by_name();
+  const std::string source = !f.pods.empty() ? f.pods : !f.workload.empty() ? f.workload : "the synthetic workload";
+  if (spec.trace.size() == 0) throw InputError(fmt::format("{}: no pods: nothing to place", source));
+  if (spec.trace.total_gpu_milli() == 0)
+    throw InputError(fmt::format("{}: no pod asks for a GPU: the GPU allocation curves would be empty", source));
+  if (!f.out.empty()) ensure_output_dir(f.out, "--out");  // before the run, not after it
   spec.policies = f.policy == "all" ? policy_names() : split(f.policy, ',');
   spec.seeds = parse_seeds(f.seeds);
   spec.tune = f.tune;

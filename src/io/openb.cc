@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "io/csv.h"
 #include "io/input_error.h"
@@ -68,10 +69,13 @@ std::vector<TracePod> read_openb_pods(const std::string& path) {
   };
   std::vector<TracePod> pods;
   pods.reserve(t.rows().size());
+  std::unordered_map<std::string, int> first_line;  // pod name -> line
   for (const auto& row : t.rows()) {
     TracePod p;
     p.name = t.field(row, c_name);
     if (p.name.empty()) t.fail(row, c_name, "empty pod name");
+    if (auto [it, fresh] = first_line.emplace(p.name, row.line); !fresh)
+      t.fail(row, c_name, fmt::format("pod name given twice (first on line {})", it->second));
     p.request.cpu_milli = t.int_field(row, c_cpu, 0, std::numeric_limits<int32_t>::max());
     p.request.memory_mib = t.int_field(row, c_mem, 0, int64_t{1} << 40);
     p.request.gpu_count = static_cast<int32_t>(t.int_field(row, c_ngpu, 0, kMaxGpusPerNode));

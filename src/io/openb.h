@@ -7,7 +7,7 @@
 // nodes). Pod files have `name,cpu_milli,memory_mib,num_gpu,gpu_milli` and
 // optionally `gpu_spec` (`|`-separated allowed models), `qos`, `pod_phase`,
 // `creation_time`, `deletion_time`, `scheduled_time` (seconds). Unknown GPU
-// models are errors.
+// models and a pod name given twice are errors.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "util/input_error.h"
@@ -113,6 +114,18 @@ std::ofstream open_output(const std::string& path) {
 void close_output(std::ofstream& out, const std::string& path) {
   out.flush();
   if (!out) throw std::runtime_error(path + ": write failed");
+}
+
+void ensure_output_dir(const std::string& dir, const std::string& flag) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(flag + " " + dir + ": cannot write there: " + ec.message());
+  const std::filesystem::path probe = std::filesystem::path(dir) / ".gpupack-write-check";
+  {
+    std::ofstream out(probe);
+    if (!out) throw std::runtime_error(flag + " " + dir + ": cannot write there: cannot create a file");
+  }
+  std::filesystem::remove(probe, ec);
 }
 
 }  // namespace gpupack

@@ -25,6 +25,9 @@
 // - open_output() truncates or creates `path` and throws
 //   std::runtime_error("PATH: cannot write file") when it cannot;
 //   close_output() flushes and throws "PATH: write failed" if any write failed.
+// - ensure_output_dir(dir, flag) creates `dir` (and its parents) and checks a
+//   file can be written there, before a long run that ends by writing to it;
+//   throws std::runtime_error("FLAG DIR: cannot write there: why").
 #pragma once
 
 #include <cstdint>
@@ -48,5 +51,6 @@ inline std::string read_file_bounded(const std::string& path) { return read_file
 
 std::ofstream open_output(const std::string& path);
 void close_output(std::ofstream& out, const std::string& path);
+void ensure_output_dir(const std::string& dir, const std::string& flag);
 
 }  // namespace gpupack

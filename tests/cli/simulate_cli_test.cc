@@ -75,4 +75,29 @@ TEST(SimulateCli, BadInputIsReportedWithWhereAndWhat) {
   EXPECT_THAT(r.output, ::testing::HasSubstr("--nodes and --pods go together"));
 }
 
+// Inputs that would give a table of nan, a duplicated pod and an output
+// folder that cannot be written are errors before any run.
+TEST(SimulateCli, EmptyOrGpuLessWorkloadsDuplicatePodsAndUnwritableOutAreErrors) {
+  const std::string dir = fresh_temp_dir("cli_papercuts");
+  std::ofstream(dir + "/nodes.csv") << "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,2,T4\n";
+  std::ofstream(dir + "/header.csv") << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n";
+  std::ofstream(dir + "/cpu.csv") << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,0,0\n";
+  std::ofstream(dir + "/dup.csv")
+      << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np1,1000,10,1,500\np1,1000,10,1,500\n";
+  RunResult r = run_gpupack("simulate --nodes " + dir + "/nodes.csv --pods " + dir + "/header.csv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("header.csv: no pods"));
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("nan")));
+  r = run_gpupack("simulate --nodes " + dir + "/nodes.csv --pods " + dir + "/cpu.csv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("cpu.csv: no pod asks for a GPU"));
+  r = run_gpupack("simulate --nodes " + dir + "/nodes.csv --pods " + dir + "/dup.csv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("dup.csv:3: column 'name': pod name given twice (first on line 2)"));
+  r = run_gpupack("simulate --synthetic-nodes 10 --out /proc/gpupack-nope");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("--out /proc/gpupack-nope: cannot write there"));
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("policy ")));  // no table: nothing ran
+}
+
 }  // namespace
