@@ -2,6 +2,7 @@
 // print the plan (table, JSON or a Kubernetes eviction list).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 
@@ -20,7 +21,7 @@ struct DefragFlags {
   double max_moves_pct = -1;
   int64_t max_moved_gpus = -1;
   double max_cost = -1;
-  double frag_below = 0;
+  double frag_below = -1;  // -1 = not given
   double time_limit = 0;
   bool gang = false;
   bool no_local_search = false;
@@ -31,11 +32,14 @@ void run_defrag(const DefragFlags& f) {
     throw std::invalid_argument(fmt::format("--format '{}': expected table, json or evictions", f.format));
   if (f.max_moves_pct > 100)
     throw std::invalid_argument(fmt::format("--max-moves-pct {} is above 100", f.max_moves_pct));
-  Snapshot snap = read_snapshot(f.state);
   DefragGoal goal;
   goal.kind = parse_goal_kind(f.goal);
   goal.gang = f.gang;
-  goal.frag_threshold_pct = f.frag_below;
+  if (goal.kind == GoalKind::kFragBelow && f.frag_below < 0)
+    throw std::invalid_argument(
+        "--goal frag needs --frag-below PCT (the FGD fragmentation to reach, % of GPU capacity)");
+  Snapshot snap = read_snapshot(f.state);
+  goal.frag_threshold_pct = std::max(0.0, f.frag_below);
   if (goal.kind == GoalKind::kAdmitPending) goal.pending = snap.pending;
   std::vector<Request> all;
   for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));

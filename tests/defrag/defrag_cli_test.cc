@@ -80,6 +80,9 @@ TEST(DefragCli, BadInputFailsWithAClearMessage) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("gpupack: error:"));
   EXPECT_THAT(r.output, HasSubstr("nodes[0].cpu_milli"));
+  r = run_gpupack("defrag --state " + dir + "/bad.json --goal frag");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--goal frag needs --frag-below"));
   r = run_gpupack("defrag --state " + dir + "/missing.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("missing.json"));
