@@ -2,6 +2,7 @@
 // through the caching-allocator model under several configurations.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -51,6 +52,13 @@ void run_allocsim(const AllocsimFlags& f) {
   const Trace trace =
       f.trace.empty() ? generate_workload(f.generate, f.seed, f.steps) : read_trace_file(f.trace, f.device);
   if (!f.write_trace.empty()) write_trace_csv(trace, f.write_trace);
+  // Without an allocation there is nothing to compare: no table of zeros and
+  // no recommendation drawn from it.
+  const bool any_alloc = std::any_of(trace.events.begin(), trace.events.end(),
+                                     [](const TraceEvent& e) { return e.action == TraceAction::kAlloc; });
+  if (!any_alloc)
+    throw std::invalid_argument(
+        fmt::format("{}: no allocation in the trace: nothing to replay", f.trace.empty() ? "--generate" : f.trace));
 
   std::vector<ReplayResult> results;
   results.reserve(configs.size());

@@ -51,7 +51,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;  // --help and --version are successes; every usage error exits 2
+    // --help and --version are successes; a command's own exit code
+    // (CLI::RuntimeError, e.g. probe's 3 and 4) stands; every usage error exits 2.
+    if (rc == 0 || dynamic_cast<const CLI::RuntimeError*>(&e) != nullptr) return rc;
+    return 2;
   } catch (const std::exception& e) {
     fmt::print(stderr, "gpupack: error: {}\n", e.what());
     return 1;

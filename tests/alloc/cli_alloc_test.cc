@@ -72,6 +72,20 @@ TEST(AllocsimCli, BadTraceLineIsNamed) {
   std::filesystem::remove_all(dir);
 }
 
+// A trace without an allocation has nothing to compare: an error, not a
+// table of zeros with a recommendation of the empty setting.
+TEST(AllocsimCli, ATraceWithoutAllocationsIsAnErrorNotARecommendation) {
+  const auto dir = std::filesystem::temp_directory_path() / "gpupack_allocsim_cli_empty";
+  std::filesystem::create_directories(dir);
+  const auto path = (dir / "t.csv").string();
+  std::ofstream(path) << "time_us,action,id,size_bytes,stream\n";
+  CmdResult r = run("allocsim --trace " + path);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.output.find(path + ": no allocation in the trace"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("recommendation"), std::string::npos) << r.output;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(AllocsimCli, ComparesConfigsAndWritesSeries) {
   const auto dir = std::filesystem::temp_directory_path() / "gpupack_allocsim_cli_out";
   std::filesystem::remove_all(dir);
