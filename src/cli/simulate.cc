@@ -53,21 +53,32 @@ double parse_budget_fraction(const std::string& text) {
   return v * scale;
 }
 
+// Progress on stderr: on a terminal one line redrawn every 100 ms; otherwise
+// (a log, CI) a whole line every 5 s and one when the runs are done.
 class ProgressLine {
  public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO)) {}
+  explicit ProgressLine(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
   void update(const ExperimentProgress& p) {
     if (!enabled_) return;
+    const bool done = p.jobs_done == p.jobs_total;
     const auto now = std::chrono::steady_clock::now();
-    if (p.jobs_done != p.jobs_total && now - last_ < std::chrono::milliseconds(100)) return;
+    const auto every = tty_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(5000);
+    if (!done && now - last_ < every) return;
+    if (done && printed_done_) return;
+    if (last_ == std::chrono::steady_clock::time_point{} && !done && !tty_) {
+      last_ = now;  // the first line comes after one interval, not at once
+      return;
+    }
     last_ = now;
+    printed_done_ = done;
     const double pct = p.arrivals_total ? 100.0 * static_cast<double>(p.arrivals_done) / p.arrivals_total : 100.0;
-    fmt::print(stderr, "\rsimulate: {}/{} runs done, {:5.1f}% of arrivals scheduled", p.jobs_done, p.jobs_total, pct);
-    if (p.jobs_done == p.jobs_total) fmt::print(stderr, "\n");
+    fmt::print(stderr, "{}simulate: {}/{} runs done, {:5.1f}% of arrivals scheduled{}", tty_ ? "\r" : "", p.jobs_done,
+               p.jobs_total, pct, tty_ && !done ? "" : "\n");
   }
 
  private:
-  bool enabled_;
+  bool enabled_, tty_;
+  bool printed_done_ = false;
   std::chrono::steady_clock::time_point last_{};
 };
 

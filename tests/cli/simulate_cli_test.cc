@@ -100,4 +100,15 @@ TEST(SimulateCli, EmptyOrGpuLessWorkloadsDuplicatePodsAndUnwritableOutAreErrors)
   EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("policy ")));  // no table: nothing ran
 }
 
+// Not on a terminal (a log, CI), progress comes as whole lines, ending with
+// the line that says every run is done; --quiet leaves it out.
+TEST(SimulateCli, ProgressIsWholeLinesWhenStderrIsNotATerminal) {
+  RunResult r = run_gpupack("simulate --synthetic-nodes 12 --policy bestfit,fgd --seeds 42");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("simulate: 2/2 runs done, 100.0% of arrivals scheduled\n"));
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("\r")));
+  r = run_gpupack("simulate --synthetic-nodes 12 --policy bestfit --seeds 42 --quiet");
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("runs done")));
+}
+
 }  // namespace
