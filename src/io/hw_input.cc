@@ -1,11 +1,13 @@
 #include "io/hw_input.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "io/csv.h"
 #include "io/input_error.h"
@@ -269,9 +271,16 @@ bool set_hw_field(Request& r, const std::string& key, const std::string& value) 
     r.bandwidth_milli = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
   else if (key == "l2_milli")
     r.l2_milli = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
-  else if (key == "mig_profile")
+  else if (key == "mig_profile") {
+    // A profile no GPU model has would make every such pod fail: refuse it here.
+    std::set<std::string> names;
+    for (const MigGeometry& g : all_mig_geometries())
+      for (const MigProfile& p : g.profiles) names.insert(p.name);
+    if (!value.empty() && !names.count(value))
+      throw std::invalid_argument(
+          fmt::format("no GPU model has MIG profile \"{}\" (known: {})", excerpt(value), fmt::join(names, ", ")));
     r.mig_profile = value;
-  else if (key == "mig_min_sm")
+  } else if (key == "mig_min_sm")
     r.mig_min_sm = value.empty() ? 0 : static_cast<int32_t>(integer(0, 1000));
   else if (key == "class") {
     if (!parse_workload_class(value, &r.workload_class))

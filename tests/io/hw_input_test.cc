@@ -102,6 +102,16 @@ TEST(HwInput, BadWorkloadInputNamesTheField) {
   }
   EXPECT_THROW(parse_hw_workload_yaml("pods:\n  - {name: a, num_gpu: 2, mig_profile: 1g.10gb}\n", "w.yaml"),
                InputError);
+  // A MIG profile no GPU model has is refused where it is written, not left
+  // to fail every such pod.
+  try {
+    parse_hw_workload_yaml("pods:\n  - {name: a, num_gpu: 1, mig_profile: 9g.99gb}\n", "w.yaml");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("w.yaml:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no GPU model has MIG profile \"9g.99gb\""), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(parse_hw_workload_yaml("pods:\n  - {name: a, num_gpu: 1, mig_profile: 1g.10gb}\n", "w.yaml"));
 }
 
 TEST(HwInput, MigPlanFromTheExampleIsValidAndApplies) {

@@ -1152,10 +1152,18 @@ func runSoak(args []string) error {
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
+				// A pod not bound this time goes back to the queue (a
+				// scheduler retries it), after the next refresh.
+				retry := func() {
+					qmu.Lock()
+					delete(taken, uid(pod))
+					qmu.Unlock()
+				}
 				var f filterResult
 				ms, err := cl.send("filter", argsFor(pod, nil, names, false), &f)
 				if err != nil || f.Error != "" {
 					st.fail("filter", err, f.Error)
+					retry()
 					continue
 				}
 				st.add("filter", ms)
@@ -1163,11 +1171,13 @@ func runSoak(args []string) error {
 					st.mu.Lock()
 					st.noNodes++
 					st.mu.Unlock()
+					retry()
 					continue
 				}
 				var scores []hostPriority
 				ms, err = cl.send("prioritize", argsFor(pod, nil, *f.NodeNames, false), &scores)
 				if err != nil {
+					retry()
 					continue
 				}
 				st.add("prioritize", ms)
@@ -1181,6 +1191,7 @@ func runSoak(args []string) error {
 				ms, err = cl.send("bind", bindingArgs{name(pod), namespace(pod), uid(pod), chosen}, &r)
 				if err != nil || r.Error != "" {
 					st.fail("bind", err, r.Error)
+					retry()
 					continue
 				}
 				st.add("bind", ms)
