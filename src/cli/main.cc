@@ -13,11 +13,12 @@
 #include "cli/commands.h"
 #include "util/files.h"
 #include "util/strings.h"
+#include "util/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"gpupack: pack GPU workloads onto GPUs and nodes with little stranded capacity"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gpupack 0.1.0");
+  app.set_version_flag("--version", "gpupack " + std::string(gpupack::kVersion));
   // Global: the size cap of every input file (before or after the subcommand).
   app.fallthrough();
   app.add_option_function<std::string>(

@@ -1001,7 +1001,9 @@ struct HttpServer::Impl {
         metrics_pool->post([this, cp] {
           Reply rep;
           rep.content_type = "text/plain; version=0.0.4";
-          rep.body = guarded([&] { return render_metrics(service.metrics(), latency, counters); }, &rep.status);
+          rep.body =
+              guarded([&] { return render_metrics(service.metrics(), latency, counters) + render_process_metrics(); },
+                      &rep.status);
           if (rep.status != 200) rep.content_type = "application/json";
           worker_reply(*cp, std::move(rep));
         });

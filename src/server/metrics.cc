@@ -1,12 +1,19 @@
 #include "server/metrics.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
+#include <sstream>
+
+#include "util/version.h"
 
 namespace gpupack {
 
@@ -241,6 +248,50 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   for (const auto& [key, n] : requests.snapshot())
     out += fmt::format("gpupack_http_requests_total{{verb=\"{}\",code=\"{}\"}} {}\n", escape_label(key.first),
                        key.second, n);
+  return out;
+}
+
+std::string render_process_metrics() {
+  std::string out;
+  header(out, "gpupack_build_info", "gauge", "gpupack's version (always 1).");
+  out += fmt::format("gpupack_build_info{{version=\"{}\"}} 1\n", kVersion);
+  const long ticks = ::sysconf(_SC_CLK_TCK);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  // /proc/self/stat: fields after the ")" that ends the command name; utime
+  // and stime are fields 14 and 15, starttime 22 (clock ticks since boot),
+  // rss 24 (pages).
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  if (close != std::string::npos && ticks > 0 && page > 0) {
+    std::istringstream f(stat.substr(close + 2));
+    std::vector<std::string> fields;
+    for (std::string x; f >> x;) fields.push_back(x);
+    // fields[0] is field 3 (state).
+    if (fields.size() > 21) {
+      const double cpu_s = (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(ticks);
+      header(out, "process_cpu_seconds_total", "counter", "User and system CPU time spent, in seconds.");
+      out += fmt::format("process_cpu_seconds_total {}\n", num(cpu_s));
+      header(out, "process_resident_memory_bytes", "gauge", "Resident memory size, in bytes.");
+      out += fmt::format("process_resident_memory_bytes {}\n", std::stoll(fields[21]) * page);
+      std::ifstream proc_stat("/proc/stat");
+      for (std::string line; std::getline(proc_stat, line);) {
+        if (line.rfind("btime ", 0) != 0) continue;
+        const double start = std::stod(line.substr(6)) + std::stod(fields[19]) / static_cast<double>(ticks);
+        header(out, "process_start_time_seconds", "gauge", "Start time of the process since the epoch, in seconds.");
+        out += fmt::format("process_start_time_seconds {}\n", num(start));
+      }
+    }
+  }
+  std::error_code ec;
+  size_t fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    ++fds;
+  if (!ec && fds > 0) {
+    header(out, "process_open_fds", "gauge", "Open file descriptors.");
+    out += fmt::format("process_open_fds {}\n", fds);
+  }
   return out;
 }
 

@@ -9,6 +9,10 @@
 // - render_metrics() writes every gpupack series (names and labels in
 //   docs/SERVE.md) with HELP and TYPE lines; label values are escaped; output
 //   passes `promtool check metrics`. Pure apart from reading the histogram.
+// - render_process_metrics() writes gpupack_build_info{version} and the
+//   standard process_* series of a Prometheus client (resident memory,
+//   start time, CPU seconds, open file descriptors), read from /proc/self;
+//   a figure /proc does not give is left out.
 #pragma once
 
 #include <array>
@@ -60,6 +64,7 @@ class RequestCounters {
 };
 
 std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& latency, const RequestCounters& requests);
+std::string render_process_metrics();
 
 // Escapes a label value (backslash, double quote, newline).
 std::string escape_label(const std::string& v);
