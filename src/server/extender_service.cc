@@ -387,23 +387,24 @@ std::optional<K8sPod> ExtenderService::parse_args_pod(const nlohmann::json& pod,
   }
 }
 
-void ExtenderService::release_locked(int i) {
+bool ExtenderService::release_locked(int i) {
   PodEntry& e = pods_[static_cast<size_t>(i)];
-  if (e.learned != Learned::kAssumed) return;
+  // A pod whose bind waits on the Binder keeps its GPUs until it is answered.
+  if (e.learned != Learned::kAssumed || inflight_.count(e.pod.key())) return false;
   (void)state_->unbind(PodId{i});
   state_->commit();
   e.learned = Learned::kNone;
   --assumed_now_;
+  return true;
 }
 
 void ExtenderService::expire_assumed_locked() {
   if (assumed_now_ == 0) return;
   const auto now = std::chrono::steady_clock::now();
   for (size_t i = 0; i < pods_.size(); ++i) {
-    if (pods_[i].learned == Learned::kAssumed && now - pods_[i].assumed_at > options_.assume_timeout) {
-      release_locked(static_cast<int>(i));
+    if (pods_[i].learned == Learned::kAssumed && now - pods_[i].assumed_at > options_.assume_timeout &&
+        release_locked(static_cast<int>(i)))
       ++counters_.expired;
-    }
   }
 }
 
@@ -526,8 +527,7 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   const int pi = pod_index_locked(*pod, args.pod);
   if (pods_[static_cast<size_t>(pi)].learned == Learned::kAssumed) {
     // Filtered again: the scheduler did not place it where it was assumed.
-    release_locked(pi);
-    ++counters_.expired;
+    if (release_locked(pi)) ++counters_.expired;
   }
   std::vector<std::string> names;
   std::map<std::string, std::string> failed, unresolvable;

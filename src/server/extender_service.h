@@ -227,7 +227,7 @@ class ExtenderService {
                           bool confirmed);
   std::optional<K8sPod> parse_args_pod(const nlohmann::json& pod, std::string* error) const;
   void expire_assumed_locked();
-  void release_locked(int pod);  // unbinds an assumed pod
+  bool release_locked(int pod);  // unbinds an assumed pod (not one whose bind is in flight); true if it did
   // The engine's evaluation of `pod` over candidate node indices: the
   // decision and every feasible candidate's score; requests differ per node
   // only for shared replicas (one evaluate per distinct request).

@@ -453,5 +453,31 @@ TEST(ExtenderEngine, FilterDoesNotWaitForABindThatWaitsOnTheApi) {
   EXPECT_EQ(service.assignments().count("ml/two"), 0u);
 }
 
+// An assumed pod whose bind waits on the API keeps its GPUs even when it is
+// filtered again or its assumption times out meanwhile.
+TEST(ExtenderEngine, AnAssumedPodsBindInFlightKeepsItsGpus) {
+  ServiceOptions o;
+  o.policy = "bestfit";
+  o.assume_on_prioritize = true;
+  o.assume_timeout = std::chrono::milliseconds(1);
+  ExtenderService service(o);
+  SlowBinder binder;
+  service.set_binder(&binder);
+  load(service, {node_json({.name = "a", .gpus = 8})}, {});
+  const json big = pod_json({.name = "big", .cpu = "1", .gpus = 6});
+  ASSERT_EQ(score_of(service.prioritize(names_args(big, {"a"}), nullptr), "a"), 10);  // assumed on a
+  ExtenderBindingResult result;
+  std::thread bind([&] { result = service.bind({"big", "ml", "uid-big", "a"}); });
+  binder.wait_for_call(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the assume timeout
+  (void)service.filter(names_args(big, {"a"}));               // filtered again meanwhile
+  EXPECT_TRUE(service.filter(names_args(pod_json({.name = "three", .cpu = "1", .gpus = 3}), {"a"})).node_names->empty())
+      << "the in-flight bind's GPUs were released";
+  binder.release("");
+  bind.join();
+  EXPECT_EQ(result.error, "");
+  EXPECT_EQ(service.assignments().at("ml/big"), "a:0,1,2,3,4,5");
+}
+
 }  // namespace
 }  // namespace gpupack
