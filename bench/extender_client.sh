@@ -18,14 +18,14 @@ work="$(mktemp -d)"
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 
+. "$here/../tests/e2e/lib.sh"
 "$here/../tests/e2e/build_scheduler.sh" "$work" >/dev/null
 "$work/scheduler" synth -nodes "$nodes" -out "$work"
 echo '{"kind":"List","items":[]}' > "$work/none.json"
 "$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" --assume off \
   --listen 127.0.0.1:0 --port-file "$work/port" 2>"$work/serve.log" &
 pid=$!
-for _ in $(seq 1 200); do [ -s "$work/port" ] && break; sleep 0.05; done
-[ -s "$work/port" ] || { cat "$work/serve.log" >&2; exit 1; }
+wait_for "$work/port" "$work/serve.log"
 url="http://127.0.0.1:$(cat "$work/port")"
 for run in $(seq 1 "$runs"); do
   for mode in names full; do

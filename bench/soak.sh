@@ -18,26 +18,14 @@ here="$(cd "$(dirname "$0")" && pwd)"
 work="$(mktemp -d)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$work"' EXIT
+. "$here/../tests/e2e/lib.sh"
 sched="$("$here/../tests/e2e/build_scheduler.sh" "$work")"
 "$sched" synth -nodes "$nodes" -pods "$pods" -out "$work"
-"$sched" fakeapi -nodes "$work/nodes.json" -pods "$work/pods.json" -port-file "$work/api.port" -churn-after 3s \
-  2>"$work/api.log" &
-pids+=($!)
-for _ in $(seq 1 200); do [ -s "$work/api.port" ] && break; sleep 0.05; done
-api="http://127.0.0.1:$(cat "$work/api.port")"
-cat >"$work/kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: fake, cluster: {server: "$api"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: fake, context: {cluster: fake, user: u}}]
-current-context: fake
-YAML
+start_fake_api "$sched" "$work" -churn-after 3s
 "$gpupack" serve --kubeconfig "$work/kubeconfig" --policy fgd --listen 127.0.0.1:0 --port-file "$work/port" \
   2>"$work/serve.log" &
 serve_pid=$!
 pids+=("$serve_pid")
-for _ in $(seq 1 200); do [ -s "$work/port" ] && break; sleep 0.05; done
-[ -s "$work/port" ] || { cat "$work/serve.log" >&2; exit 1; }
+wait_for "$work/port" "$work/serve.log"
 "$sched" soak -extender "http://127.0.0.1:$(cat "$work/port")" -api "$api" -nodes "$work/nodes.json" \
   -clients "$clients" -duration "$duration" -report "$report" -pid "$serve_pid"

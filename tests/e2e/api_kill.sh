@@ -11,6 +11,7 @@ set -euo pipefail
 gpupack="${1:?usage: api_kill.sh <gpupack-binary> <work-dir> [runs]}"
 build="${2:?work dir}"
 runs="${3:-3}"
+. "$(dirname "$0")/lib.sh"
 sched="$("$(dirname "$0")/build_scheduler.sh" "$build")"
 work="$(mktemp -d)"
 pids=()
@@ -21,38 +22,19 @@ stop_all() {
 }
 trap 'stop_all; rm -rf "$work"' EXIT
 
-wait_port() {  # file log
-  for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
-  echo "no port in $1 after 10 s:" >&2
-  cat "$2" >&2
-  exit 1
-}
-
 serve() {  # log port-file
   rm -f "$2"
   "$gpupack" serve --kubeconfig "$work/kubeconfig" --policy bestfit --assume off --listen 127.0.0.1:0 \
     --port-file "$2" >"$1" 2>&1 &
   serve_pid=$!
   pids+=("$serve_pid")
-  wait_port "$2" "$1"
+  wait_for "$2" "$1"
 }
 
 "$sched" synth -nodes 80 -pods 1000 -out "$work"
 for run in $(seq 1 "$runs"); do
-  rm -f "$work/api.port" "$work/acked.csv"
-  "$sched" fakeapi -nodes "$work/nodes.json" -pods "$work/pods.json" -port-file "$work/api.port" \
-    >"$work/api.log" 2>&1 &
-  pids+=($!)
-  wait_port "$work/api.port" "$work/api.log"
-  api="http://127.0.0.1:$(cat "$work/api.port")"
-  cat >"$work/kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: fake, cluster: {server: "$api"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: fake, context: {cluster: fake, user: u}}]
-current-context: fake
-YAML
+  rm -f "$work/acked.csv"
+  start_fake_api "$sched" "$work"
   serve "$work/serve1.log" "$work/serve.port"
   "$sched" schedule -extender "http://127.0.0.1:$(cat "$work/serve.port")" -nodes "$work/nodes.json" \
     -pods "$work/pods.json" -bind extender -acked "$work/acked.csv" -out /dev/null >"$work/client1.log" 2>&1 &

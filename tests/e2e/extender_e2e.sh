@@ -30,15 +30,9 @@ stop_all() {
 }
 trap 'stop_all; rm -rf "$work"' EXIT
 
+. "$(dirname "$0")/lib.sh"
 sched="$("$(dirname "$0")/build_scheduler.sh" "$build")"
 "$sched" openb -trace "$trace" -nodes 60 -pods 450 -out "$work"
-
-wait_port() {  # file log
-  for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
-  echo "no port in $1 after 10 s:" >&2
-  cat "$2" >&2
-  exit 1
-}
 
 # pod,node of the simulator's placements for one policy.
 expected() {
@@ -66,7 +60,7 @@ serve() {  # log port-file args...
   rm -f "$port"
   "$gpupack" serve --listen 127.0.0.1:0 --port-file "$port" "$@" >"$log" 2>&1 &
   pids+=($!)
-  wait_port "$port" "$log"
+  wait_for "$port" "$log"
 }
 
 failed=0
@@ -88,20 +82,7 @@ for policy in $policies; do
   stop_all
   compare "$policy" assume "$work/assume.csv" "$want" || failed=1
 
-  rm -f "$work/api.port"
-  "$sched" fakeapi -nodes "$work/nodes.json" -pods "$work/pods.json" -port-file "$work/api.port" \
-    >"$work/api.log" 2>&1 &
-  pids+=($!)
-  wait_port "$work/api.port" "$work/api.log"
-  api="http://127.0.0.1:$(cat "$work/api.port")"
-  cat >"$work/kubeconfig" <<YAML
-apiVersion: v1
-kind: Config
-clusters: [{name: fake, cluster: {server: "$api"}}]
-users: [{name: u, user: {token: t}}]
-contexts: [{name: fake, context: {cluster: fake, user: u}}]
-current-context: fake
-YAML
+  start_fake_api "$sched" "$work"
   serve "$work/watch.log" "$work/watch.port" --kubeconfig "$work/kubeconfig" --policy "$policy" --assume off
   "$sched" schedule -extender "http://127.0.0.1:$(cat "$work/watch.port")" -nodes "$work/nodes.json" \
     -pods "$work/pods.json" -bind api -api "$api" -wait-learned -out "$work/watch.csv" \

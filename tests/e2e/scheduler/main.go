@@ -565,6 +565,7 @@ func runFakeAPI(args []string) error {
 	podsPath := fs.String("pods", "pods.json", "PodList")
 	portFile := fs.String("port-file", "", "write the listening port here")
 	churnAfter := fs.Duration("churn-after", 0, "delete each pod this long after its bind and add a new pending one")
+	kubeconfig := fs.String("kubeconfig", "", "write a kubeconfig for this API here (after the port file)")
 	fs.Parse(args)
 	nodes, pods, _, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
@@ -588,6 +589,21 @@ func runFakeAPI(args []string) error {
 			return err
 		}
 		if err := os.Rename(*portFile+".tmp", *portFile); err != nil {
+			return err
+		}
+	}
+	if *kubeconfig != "" {
+		cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: fake, cluster: {server: "http://%s"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: fake, context: {cluster: fake, user: u}}]
+current-context: fake
+`, ln.Addr().String())
+		if err := os.WriteFile(*kubeconfig+".tmp", []byte(cfg), 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(*kubeconfig+".tmp", *kubeconfig); err != nil {
 			return err
 		}
 	}
