@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -54,7 +55,38 @@ struct ServeFlags {
   bool legacy_failed_nodes = false;
   std::vector<std::string> scheduler_names = {"gpupack-scheduler"};
   bool accept_request_nodes = false;
+  double gang_timeout_s = 20;
+  std::vector<std::string> topology_labels;
+  std::string pod_groups;
 };
+
+std::map<std::string, int> pod_group_minimums(const std::vector<K8sPodGroup>& groups) {
+  std::map<std::string, int> out;
+  for (const K8sPodGroup& g : groups) out[g.key()] = g.min_member;
+  return out;
+}
+
+// Lists the PodGroups of every API the server serves (a 404 is an API not
+// installed); returns false (and says why once) when
+// one that exists could not be read.
+bool list_pod_groups(const KubeClient& client, std::map<std::string, int>& out, std::string* error) {
+  std::map<std::string, int> all;
+  const std::pair<const char*, KubeResponse> lists[] = {{"scheduling.x-k8s.io", client.list_coscheduling_pod_groups()},
+                                                        {"scheduling.volcano.sh", client.list_volcano_pod_groups()},
+                                                        {"scheduling.run.ai", client.list_kai_pod_groups()}};
+  for (const auto& [api, r] : lists) {
+    if (r.status == 404) continue;
+    if (!r.error.empty()) {
+      *error = fmt::format("listing {} podgroups: {}", api, r.error);
+      return false;
+    }
+    std::vector<std::string> rejected;
+    for (const auto& [key, min] : pod_group_minimums(parse_pod_group_list(r.body, api, &rejected))) all[key] = min;
+    for (const std::string& why : rejected) log_warn("pod group not read", {{"detail", why}});
+  }
+  out = std::move(all);
+  return true;
+}
 
 std::pair<std::string, int> split_listen(const std::string& flag, const std::string& v) {
   const size_t colon = v.rfind(':');
@@ -107,6 +139,8 @@ void run_serve(const ServeFlags& f) {
   so.assume_timeout = std::chrono::seconds(f.assume_timeout_s);
   so.legacy_failed_nodes = f.legacy_failed_nodes;
   so.accept_request_nodes = f.accept_request_nodes;
+  so.gang_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.gang_timeout_s * 1000));
+  so.topology_labels = f.topology_labels;
   for (const std::string& n : f.scheduler_names)
     if (n != "*") so.scheduler_names.insert(n);
   if (std::find(f.scheduler_names.begin(), f.scheduler_names.end(), "*") != f.scheduler_names.end())
@@ -148,12 +182,15 @@ void run_serve(const ServeFlags& f) {
       for (const std::string& m : apply_resource_claims(pods, read_resource_claim_list_file(f.claims)))
         log_warn("resource claim not charged", {{"detail", m}});
     }
+    if (!f.pod_groups.empty()) service.set_pod_groups(pod_group_minimums(read_pod_group_list_file(f.pod_groups)));
     for (const std::string& u : service.set_cluster(std::move(nodes), std::move(pods), std::move(objects)))
       log_warn("pod not attributed", {{"pod", u}});
     if (journal) service.set_binder(journal.get());  // a bind is acknowledged once journaled
   } else {
     if (!f.claims.empty())
       throw std::invalid_argument("--claims goes with --nodes/--pods (the API is watched instead)");
+    if (!f.pod_groups.empty())
+      throw std::invalid_argument("--pod-groups goes with --nodes/--pods (the API is listed instead)");
     KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
     log_info("API server", {{"server", cfg.server}, {"source", cfg.source}});
     client = std::make_unique<KubeClient>(cfg);
@@ -203,10 +240,24 @@ void run_serve(const ServeFlags& f) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   uint64_t written = service.mutation_count();
-  std::string reported_error;
+  std::string reported_error, group_error;
   std::vector<std::string> reported_notes;
+  auto next_groups = std::chrono::steady_clock::now();
   while (!g_stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    service.tick();  // gang and assumption timeouts; gang members a crash left unbound
+    if (client && std::chrono::steady_clock::now() >= next_groups) {
+      // PodGroup objects change rarely: listed every 10 s, not watched.
+      next_groups = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      std::map<std::string, int> groups;
+      std::string error;
+      if (list_pod_groups(*client, groups, &error)) {
+        service.set_pod_groups(std::move(groups));
+      } else if (error != group_error) {
+        log_warn("pod groups not listed", {{"error", error}});
+      }
+      group_error = error;
+    }
     if (!f.pods_out.empty() && service.mutation_count() != written) {
       written = service.mutation_count();
       write_atomically(f.pods_out, service.pod_list_json().dump(1) + "\n");
@@ -307,6 +358,16 @@ void add_serve_command(CLI::App& app) {
   cmd->add_flag("--accept-request-nodes", flags->accept_request_nodes,
                 "add full Node objects from requests that the API or --nodes does not list (off: they are "
                 "unresolvable)");
+  cmd->add_option("--gang-timeout", flags->gang_timeout_s,
+                  "seconds a planned gang keeps its GPUs without a member's bind before it is released (keep it "
+                  "below the scheduler's extender httpTimeout)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--topology-label", flags->topology_labels,
+                  "node label naming a gang locality domain (a rack, a switch); repeat, narrowest first");
+  cmd->add_option("--pod-groups", flags->pod_groups,
+                  "with --pods: `kubectl get podgroups -A -o json` (their spec.minMember); the API is listed "
+                  "otherwise");
   cmd->add_flag("--legacy-failed-nodes", flags->legacy_failed_nodes,
                 "list unresolvable nodes in FailedNodes (kube-scheduler before v1.21)");
   cmd->callback([flags] { run_serve(*flags); });

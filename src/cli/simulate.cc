@@ -223,9 +223,9 @@ void add_simulate_command(CLI::App& app) {
   auto dynamic = add_dynamic_simulate_options(*cmd);
   cmd->callback([flags, dynamic] {
     if (flags->mode == "dynamic")
-      run_dynamic_simulate(*dynamic,
-                           {flags->nodes, flags->pods, flags->policy, flags->seeds, flags->out, flags->quiet,
-                            flags->defrag_budget.empty() ? 0.05 : parse_budget_fraction(flags->defrag_budget)});
+      run_dynamic_simulate(
+          *dynamic, {flags->nodes, flags->pods, flags->policy, flags->seeds, flags->out, flags->node_rank, flags->quiet,
+                     flags->defrag_budget.empty() ? 0.05 : parse_budget_fraction(flags->defrag_budget)});
     else
       run_simulate(*flags);
   });

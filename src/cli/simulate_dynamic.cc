@@ -149,6 +149,17 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
   if (!racks.empty()) options.levels.push_back({"rack", racks});
   options.defrag_every_s = static_cast<int64_t>(d.defrag_every_min * 60);
   options.defrag_budget_fraction = f.defrag_budget_fraction;
+  if (!f.node_rank.empty()) {
+    // Exact replay: the ranks given, not the seeded ones.
+    std::unordered_map<std::string, int64_t> rank;
+    for (const NodeRank& r : read_node_rank(f.node_rank)) rank[r.node] = r.rank;
+    for (const NodeSpec& n : nodes) {
+      auto it = rank.find(n.name);
+      if (it == rank.end())
+        throw std::invalid_argument(fmt::format("--node-rank {}: no rank for node {}", f.node_rank, n.name));
+      spec.node_rank.push_back(it->second);
+    }
+  }
   spec.nodes = nodes;
   spec.seeds = seeds;
   spec.policies = f.policy == "all" ? policy_names() : split(f.policy, ',');
@@ -186,7 +197,8 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
     write_dynamic_series_csv(dir + "series.csv", runs, labels);
     write_dynamic_summary_json(dir + "summary.json", rows, cluster_label, workload_label);
     write_dynamic_svg(dir + "dynamic.svg", runs, labels, fmt::format("Dynamic run: {}", workload_label));
-    if (!f.quiet) fmt::print("wrote series.csv, summary.json, dynamic.svg in {}\n", f.out);
+    write_dynamic_placements_csv(dir + "placements.csv", experiment);
+    if (!f.quiet) fmt::print("wrote series.csv, summary.json, dynamic.svg, placements.csv in {}\n", f.out);
   }
 }
 

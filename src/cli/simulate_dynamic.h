@@ -23,6 +23,7 @@ std::shared_ptr<DynamicFlags> add_dynamic_simulate_options(CLI::App& cmd);
 
 struct SharedSimulateFlags {
   std::string nodes, pods, policy, seeds, out;
+  std::string node_rank;  // --node-rank: exact tie-break ranks (node,rank CSV)
   bool quiet = false;
   double defrag_budget_fraction = 0.05;  // --defrag-budget, shared with the static mode
 };

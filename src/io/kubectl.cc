@@ -407,6 +407,30 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
     fail(obj, annotation_field(gang_size ? annotations::kGangSize : annotations::kGangMinMember),
          fmt::format("given without {}", annotations::kGangName));
   }
+  if (gang_name != nullptr) pod.gang->source = std::string(annotations::kGangName);
+  // The forms of other gang schedulers: the group's minimum is its PodGroup's.
+  if (!pod.gang) {
+    const std::string* group = nullptr;
+    std::string source, field;
+    if (auto l = pod.labels.find(std::string(annotations::kPodGroupLabel)); l != pod.labels.end()) {
+      group = &l->second;
+      source = std::string(annotations::kPodGroupLabel);
+      field = fmt::format("metadata.labels[\"{}\"]", source);
+    } else if ((group = find_annotation(pod, annotations::kVolcanoGroupName)) != nullptr) {
+      source = std::string(annotations::kVolcanoGroupName);
+      field = annotation_field(source);
+    } else if ((group = find_annotation(pod, annotations::kKaiPodGroupName)) != nullptr) {
+      source = std::string(annotations::kKaiPodGroupName);
+      field = annotation_field(source);
+    }
+    if (group != nullptr) {
+      GangSpec g;
+      g.name = trim(*group);
+      if (g.name.empty()) fail(obj, field, "empty pod group name");
+      g.source = source;
+      pod.gang = g;
+    }
+  }
   if (const std::string* v = find_annotation(pod, annotations::kAssignedGpus)) {
     try {
       pod.assigned = parse_assigned_gpus(*v);
@@ -915,6 +939,35 @@ std::vector<K8sPod> parse_pod_list(std::string_view text, std::string_view sourc
 std::vector<K8sResourceClaim> parse_resource_claim_list(std::string_view text, std::string_view source,
                                                         std::vector<std::string>* rejected) {
   return parse_items<K8sResourceClaim>(text, source, rejected, [](const json& j) { return parse_resource_claim(j); });
+}
+
+K8sPodGroup parse_pod_group(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("PodGroup: expected an object, got {}", short_dump(j)));
+  std::string obj = "PodGroup";
+  const json* meta = object_member(obj, j, "metadata", "metadata");
+  if (meta == nullptr) fail(obj, "metadata", "missing");
+  K8sPodGroup g;
+  g.name = string_member(obj, *meta, "name", "metadata.name");
+  if (g.name.empty()) fail(obj, "metadata.name", "missing or empty");
+  g.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
+  if (g.namespace_name.empty()) g.namespace_name = "default";
+  obj = "PodGroup " + excerpt(g.key());
+  const json* spec = object_member(obj, j, "spec", "spec");
+  if (spec == nullptr || !spec->contains("minMember")) fail(obj, "spec.minMember", "missing");
+  const json& m = (*spec)["minMember"];
+  if (!m.is_number_integer() || m.get<int64_t>() < 1 || m.get<int64_t>() > 100000)
+    fail(obj, "spec.minMember", fmt::format("expected an integer in [1, 100000], got {}", short_dump(m)));
+  g.min_member = static_cast<int32_t>(m.get<int64_t>());
+  return g;
+}
+
+std::vector<K8sPodGroup> parse_pod_group_list(std::string_view text, std::string_view source,
+                                              std::vector<std::string>* rejected) {
+  return parse_items<K8sPodGroup>(text, source, rejected, [](const json& j) { return parse_pod_group(j); });
+}
+
+std::vector<K8sPodGroup> read_pod_group_list_file(const std::string& path, std::vector<std::string>* rejected) {
+  return parse_pod_group_list(read_file(path), path, rejected);
 }
 
 std::vector<K8sResourceClaim> read_resource_claim_list_file(const std::string& path,

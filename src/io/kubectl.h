@@ -55,6 +55,16 @@ inline constexpr std::string_view kGangName = "gpupack.io/gang-name";
 inline constexpr std::string_view kGangSize = "gpupack.io/gang-size";
 inline constexpr std::string_view kGangMinMember = "gpupack.io/gang-min-member";
 inline constexpr std::string_view kAssignedGpus = "gpupack.io/assigned-gpus";  // "node-a:0,1[@milli]"
+// Pod: "<commit id>@<node>", written on every member of a gang before its
+// first Binding (the all-or-nothing intent a restart completes).
+inline constexpr std::string_view kGangCommit = "gpupack.io/gang-commit";
+// Pod-group membership in the forms other gang schedulers use: the
+// scheduler-plugins coscheduling label, Volcano's and KAI-Scheduler's pod
+// annotations. Each names a PodGroup object (same namespace) whose
+// spec.minMember is the group's minimum.
+inline constexpr std::string_view kPodGroupLabel = "scheduling.x-k8s.io/pod-group";
+inline constexpr std::string_view kVolcanoGroupName = "scheduling.k8s.io/group-name";
+inline constexpr std::string_view kKaiPodGroupName = "pod-group-name";
 // Pod: keep the GPUs in one group of this kind: nvlink | pcie-switch | numa.
 inline constexpr std::string_view kGpuScope = "gpupack.io/gpu-scope";
 // Pod: required (the default: nodes without such a group are filtered out) | preferred.
@@ -129,7 +139,8 @@ GpuTopology parse_gpu_topology(std::string_view value, int gpu_count);
 struct GangSpec {
   std::string name;
   int32_t size = 0;        // members in the gang; 0 = unknown
-  int32_t min_member = 0;  // members that must run together; defaults to size
+  int32_t min_member = 0;  // members that must run together; defaults to size; 0 = from the PodGroup
+  std::string source;      // the annotation or label that named the group
   friend bool operator==(const GangSpec&, const GangSpec&) = default;
 };
 
@@ -212,10 +223,20 @@ struct K8sResourceClaim {
   std::string key() const { return namespace_name + "/" + name; }
 };
 
+// A PodGroup of scheduler-plugins (scheduling.x-k8s.io), Volcano
+// (scheduling.volcano.sh) or KAI-Scheduler (scheduling.run.ai): the group's
+// spec.minMember, the only fact gpupack reads from it.
+struct K8sPodGroup {
+  std::string namespace_name, name;
+  int32_t min_member = 0;
+  std::string key() const { return namespace_name + "/" + name; }
+};
+
 // Single objects (a parsed JSON value); errors name the object.
 K8sNode parse_node(const nlohmann::json& node);
 K8sPod parse_pod(const nlohmann::json& pod);
 K8sResourceClaim parse_resource_claim(const nlohmann::json& claim);
+K8sPodGroup parse_pod_group(const nlohmann::json& group);
 
 // Lists (`{"kind":"List","items":[...]}`, also NodeList/PodList) from text.
 // When `rejected` is null the first bad item throws; otherwise bad items are
@@ -235,6 +256,10 @@ std::vector<K8sResourceClaim> parse_resource_claim_list(std::string_view json_te
                                                         std::vector<std::string>* rejected = nullptr);
 std::vector<K8sResourceClaim> read_resource_claim_list_file(const std::string& path,
                                                             std::vector<std::string>* rejected = nullptr);
+std::vector<K8sPodGroup> parse_pod_group_list(std::string_view json_text, std::string_view source,
+                                              std::vector<std::string>* rejected = nullptr);
+std::vector<K8sPodGroup> read_pod_group_list_file(const std::string& path,
+                                                  std::vector<std::string>* rejected = nullptr);
 
 // The pod's request as it would be charged on `node`: shared replicas become
 // ceil(1000 * replicas / node.gpu_replicas) milli of one GPU unless the pod

@@ -62,7 +62,8 @@ std::vector<TracePod> read_openb_pods(const std::string& path) {
             c_ngpu = t.column("num_gpu"), c_milli = t.column("gpu_milli");
   const auto c_spec = t.find_column("gpu_spec"), c_qos = t.find_column("qos"), c_phase = t.find_column("pod_phase"),
              c_create = t.find_column("creation_time"), c_delete = t.find_column("deletion_time"),
-             c_sched = t.find_column("scheduled_time");
+             c_sched = t.find_column("scheduled_time"), c_gang = t.find_column("gang"),
+             c_gang_min = t.find_column("gang_min_member");
   auto time_field = [&](const CsvTable::Row& row, std::optional<int> c) -> int64_t {
     if (!c || t.field(row, *c).empty()) return -1;
     return t.int_field(row, *c, 0, std::numeric_limits<int64_t>::max() / 2);
@@ -97,6 +98,11 @@ std::vector<TracePod> read_openb_pods(const std::string& path) {
     p.creation_time_s = time_field(row, c_create);
     p.deletion_time_s = time_field(row, c_delete);
     p.scheduled_time_s = time_field(row, c_sched);
+    if (c_gang) p.gang = t.field(row, *c_gang);
+    if (c_gang_min && !t.field(row, *c_gang_min).empty()) {
+      if (p.gang.empty()) t.fail(row, *c_gang_min, "gang_min_member without a gang");
+      p.gang_min_member = static_cast<int>(t.int_field(row, *c_gang_min, 0, 100000));
+    }
     pods.push_back(std::move(p));
   }
   return pods;

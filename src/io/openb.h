@@ -6,8 +6,10 @@
 // columns `sn,cpu_milli,memory_mib,gpu,model` (model empty for CPU-only
 // nodes). Pod files have `name,cpu_milli,memory_mib,num_gpu,gpu_milli` and
 // optionally `gpu_spec` (`|`-separated allowed models), `qos`, `pod_phase`,
-// `creation_time`, `deletion_time`, `scheduled_time` (seconds). Unknown GPU
-// models and a pod name given twice are errors.
+// `creation_time`, `deletion_time`, `scheduled_time` (seconds), and
+// `gang`, `gang_min_member` (pods naming the same gang form one job of the
+// dynamic simulator; min 0 = every member). Unknown GPU models and a pod name
+// given twice are errors.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,8 @@ struct TracePod {
   int64_t creation_time_s = -1;  // -1 = not given
   int64_t deletion_time_s = -1;
   int64_t scheduled_time_s = -1;
+  std::string gang;         // "" = a pod on its own
+  int gang_min_member = 0;  // 0 = every member
 };
 
 std::vector<NodeSpec> read_openb_nodes(const std::string& path);

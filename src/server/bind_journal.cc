@@ -52,11 +52,26 @@ BindJournal::~BindJournal() {
 }
 
 std::string BindJournal::bind(const K8sPod& pod, const std::string& node, const std::string& assigned_gpus) {
-  const std::string line =
+  return append(
       nlohmann::json{
           {"ns", pod.namespace_name}, {"name", pod.name}, {"uid", pod.uid}, {"node", node}, {"gpus", assigned_gpus}}
           .dump() +
-      "\n";
+      "\n");
+}
+
+std::vector<std::string> BindJournal::bind_gang(const std::vector<Item>& items, const std::string& commit_id) {
+  // One append, one fdatasync: every member's record or (a write cut short)
+  // a group that replay finds incomplete and skips.
+  std::string lines;
+  for (const Item& i : items)
+    lines += nlohmann::json{{"ns", i.pod.namespace_name}, {"name", i.pod.name}, {"uid", i.pod.uid},  {"node", i.node},
+                            {"gpus", i.assigned_gpus},    {"gang", commit_id},  {"of", items.size()}}
+                 .dump() +
+             "\n";
+  return std::vector<std::string>(items.size(), append(lines));
+}
+
+std::string BindJournal::append(const std::string& line) {
   std::lock_guard lock(mu_);
   size_t written = 0;
   while (written < line.size()) {
@@ -87,8 +102,20 @@ std::vector<BindRecord> read_bind_journal(const std::string& path) {
         throw std::runtime_error(fmt::format("{}:{}: not a bind record (field \"{}\")", path, line_no, key));
       return j[key].get<std::string>();
     };
-    out.push_back({str("ns"), str("name"), str("uid"), str("node"), str("gpus")});
+    BindRecord r{str("ns"), str("name"), str("uid"), str("node"), str("gpus"), "", 0};
+    if (j.contains("gang")) {
+      r.gang = str("gang");
+      if (!j.contains("of") || !j["of"].is_number_unsigned() || j["of"].get<uint64_t>() == 0)
+        throw std::runtime_error(fmt::format("{}:{}: not a bind record (field \"of\")", path, line_no));
+      r.gang_size = static_cast<size_t>(j["of"].get<uint64_t>());
+    }
+    out.push_back(std::move(r));
   }
+  // A gang's records count only all together (a crash mid-append).
+  std::unordered_map<std::string, size_t> seen;
+  for (const BindRecord& r : out)
+    if (!r.gang.empty()) ++seen[r.gang];
+  std::erase_if(out, [&](const BindRecord& r) { return !r.gang.empty() && seen[r.gang] < r.gang_size; });
   return out;
 }
 

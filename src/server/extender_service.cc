@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <future>
 #include <set>
 #include <stdexcept>
 
@@ -11,6 +12,7 @@
 #include "io/pod_resources.h"
 #include "policy/registry.h"
 #include "sched/filter.h"
+#include "sched/gang.h"
 #include "util/log.h"
 #include "util/strings.h"
 
@@ -36,9 +38,32 @@ constexpr size_t kMaxUnknownListed = 100;
 
 bool node_dependent(const K8sPod& pod) { return pod.shared_replicas > 0 && !pod.gpu_milli_given; }
 
+// gpupack.io/gang-commit = "<id>@<node>".
+std::string gang_commit_id(const K8sPod& pod) {
+  auto it = pod.annotations.find(std::string(annotations::kGangCommit));
+  if (it == pod.annotations.end() || !pod.gang) return "";
+  const size_t at = it->second.rfind('@');
+  return at == std::string::npos || at == 0 || at + 1 == it->second.size()
+             ? ""
+             : gang_key(pod) + "#" + it->second.substr(0, at);
+}
+std::string gang_commit_node(const K8sPod& pod) {
+  const std::string& v = pod.annotations.at(std::string(annotations::kGangCommit));
+  return v.substr(v.rfind('@') + 1);
+}
+
 }  // namespace
 
 std::string dimension_label(Dimension d) { return std::string(to_string(d)); }
+
+std::string gang_key(const K8sPod& pod) { return pod.gang ? pod.namespace_name + "/" + pod.gang->name : ""; }
+
+std::vector<std::string> Binder::bind_gang(const std::vector<Item>& items, const std::string& /*commit_id*/) {
+  std::vector<std::string> errors;
+  errors.reserve(items.size());
+  for (const Item& i : items) errors.push_back(bind(i.pod, i.node, i.assigned_gpus));
+  return errors;
+}
 
 ExtenderService::ExtenderService(std::string policy_name, uint64_t seed)
     : ExtenderService(ServiceOptions{std::move(policy_name), seed}) {}
@@ -93,12 +118,17 @@ ExtenderService::Carried ExtenderService::carry_locked() const {
       c.guesses[e.pod.key()] =
           Carried::Guess{e.pod.uid, nodes_[index(a.node)].spec.name, state_->request(pid), a, e.assumed_at};
     }
+    if (e.learned == Learned::kReserved && state_->is_bound(pid)) {
+      const Assignment& a = state_->assignment(pid);
+      c.reserved[e.pod.key()] =
+          Carried::Guess{e.pod.uid, nodes_[index(a.node)].spec.name, state_->request(pid), a, c.now};
+    }
     if (e.learned == Learned::kObjects && e.gpus_chosen && state_->is_bound(pid)) {
       const Assignment& a = state_->assignment(pid);
       c.chosen[e.pod.key()] =
           Carried::Guess{e.pod.uid, nodes_[index(a.node)].spec.name, state_->request(pid), a, c.now};
     }
-    const bool bound = state_->is_bound(pid) && e.learned != Learned::kAssumed;
+    const bool bound = state_->is_bound(pid) && e.learned != Learned::kAssumed && e.learned != Learned::kReserved;
     if (bound && e.bound_here_at && c.now - *e.bound_here_at < std::chrono::seconds(kAssumeBindS)) {
       auto a = e.pod.annotations.find(std::string(annotations::kAssignedGpus));
       c.assumed[e.pod.key()] =
@@ -125,6 +155,8 @@ void ExtenderService::swap_model_locked(ExtenderService& other) {
   std::swap(unattributed_, other.unattributed_);
   std::swap(ready_, other.ready_);
   std::swap(assumed_now_, other.assumed_now_);
+  roll_forward_.insert(roll_forward_.end(), other.roll_forward_.begin(), other.roll_forward_.end());
+  other.roll_forward_.clear();
   // What the load counted (conflicts, confirmations) adds to this service's totals.
   counters_.assumed += other.counters_.assumed;
   counters_.confirmed += other.counters_.confirmed;
@@ -178,6 +210,10 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   std::vector<K8sPod> kept;
   std::vector<nlohmann::json> kept_objects;
   std::vector<std::optional<std::chrono::steady_clock::time_point>> kept_bound_here, kept_from_call;
+  // Gang commits that reached the API: ids on members already bound.
+  std::set<std::string> committed_ids;
+  for (const K8sPod& p : pods)
+    if (!p.node_name.empty() && !p.terminal() && !gang_commit_id(p).empty()) committed_ids.insert(gang_commit_id(p));
   for (size_t i = 0; i < pods.size(); ++i) {
     K8sPod& p = pods[i];
     if (p.terminal() || pod_index_.count(p.key())) continue;
@@ -195,6 +231,16 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
           object["metadata"]["annotations"][std::string(annotations::kAssignedGpus)] = a->second.annotation;
       }
       bound_here = a->second.at;
+    }
+    if (p.node_name.empty() && committed_ids.count(gang_commit_id(p))) {
+      // A gang whose commit reached the API (a member is bound with this
+      // commit id) before a crash: its other members are bound here too.
+      const std::string intent = gang_commit_node(p);
+      p.node_name = intent;
+      if (object.is_object()) object["spec"]["nodeName"] = intent;
+      auto g = p.annotations.find(std::string(annotations::kAssignedGpus));
+      roll_forward_.push_back({p, intent, g == p.annotations.end() ? "" : g->second});
+      bound_here = now;
     }
     pod_index_[p.key()] = static_cast<int>(kept.size());
     kept.push_back(std::move(p));
@@ -239,6 +285,15 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     const PodId pid{static_cast<int32_t>(i)};
     if (!state_->is_bound(pid)) (void)state_->bind(pid, f->second.request, f->second.assignment);
   }
+  // Planned gang members keep their reservation while pending.
+  std::vector<uint8_t> reserved_now(kept.size(), 0);
+  for (size_t i = 0; i < kept.size(); ++i) {
+    auto r = carried.reserved.find(kept[i].key());
+    if (r == carried.reserved.end() || !kept[i].node_name.empty() || kept[i].uid != r->second.uid) continue;
+    const PodId pid{static_cast<int32_t>(i)};
+    if (!state_->is_bound(pid) && state_->bind(pid, r->second.request, r->second.assignment).is_ok())
+      reserved_now[i] = 1;
+  }
   // A pod another scheduler placed keeps the GPUs gpupack chose for it when
   // it was first seen there, so that its GPUs do not move between reloads.
   std::vector<uint8_t> chosen_before(kept.size(), 0);
@@ -280,6 +335,7 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     PodEntry& e = pods_[i];
     const PodId pid{static_cast<int32_t>(i)};
     if (state_->is_bound(pid)) e.learned = e.bound_here_at ? Learned::kBoundHere : Learned::kObjects;
+    if (reserved_now[i]) e.learned = Learned::kReserved;
     e.gpus_chosen = chosen_before[i] != 0 || chosen_now[i] != 0;
     auto g = carried.guesses.find(kept[i].key());
     if (g != carried.guesses.end() && (kept[i].uid.empty() || kept[i].uid == g->second.uid)) {
@@ -345,7 +401,8 @@ int ExtenderService::pod_index_locked(const K8sPod& pod, const nlohmann::json& o
   auto it = pod_index_.find(pod.key());
   if (it != pod_index_.end()) {
     PodEntry& e = pods_[it->second];
-    if (!state_->is_bound(PodId{it->second}) || e.learned == Learned::kAssumed) {  // newest object while pending
+    if (!state_->is_bound(PodId{it->second}) || e.learned == Learned::kAssumed ||
+        e.learned == Learned::kReserved) {  // newest object while pending
       e.pod = pod;
       e.object = object;
     }
@@ -534,19 +591,48 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   std::vector<size_t> positions;  // index in args.node_texts of each candidate
   std::vector<int> idx = resolve_candidates_locked(args, names, unresolvable, &positions);
   const size_t candidates = idx.size() + unresolvable.size();  // unknown names are unresolvable
-  std::vector<int> open;
-  open.reserve(idx.size());
-  for (size_t k = 0; k < idx.size(); ++k)
-    if (node_gate(nodes_[static_cast<size_t>(idx[k])], *pod).empty()) open.push_back(idx[k]);
-  std::vector<ScoredNode> scored;
-  evaluate_locked(*pod, open, &scored);
+  // A pod group is one decision: planned whole at its first member, every
+  // planned member steered to its node.
+  std::string gang_why;
+  const Gang* gang = nullptr;
+  if (pod->gang) {
+    if (!gangs_.count(gang_key(*pod)) && pods_[static_cast<size_t>(pi)].learned != Learned::kReserved &&
+        !state_->is_bound(PodId{pi}))
+      gang_why = plan_gang_locked(pi);
+    gang = gang_of_locked(pi);
+    if (gang != nullptr && !gang->node_of.count(pod->key()))
+      gang_why = fmt::format("gang {}: planned without this member; it is retried once the gang is bound or released",
+                             gang->key);
+  }
   std::vector<uint8_t> feasible(nodes_.size(), 0);
-  for (const ScoredNode& s : scored) feasible[index(s.node)] = 1;
+  if (!gang_why.empty()) {
+    // Nothing passes; the reason is the gang's.
+  } else if (gang != nullptr) {
+    const int planned = node_index_locked(gang->node_of.at(pod->key()));
+    if (planned >= 0 && node_gate(nodes_[static_cast<size_t>(planned)], *pod).empty())
+      feasible[static_cast<size_t>(planned)] = 1;
+  } else {
+    std::vector<int> open;
+    open.reserve(idx.size());
+    for (size_t k = 0; k < idx.size(); ++k)
+      if (node_gate(nodes_[static_cast<size_t>(idx[k])], *pod).empty()) open.push_back(idx[k]);
+    std::vector<ScoredNode> scored;
+    evaluate_locked(*pod, open, &scored);
+    for (const ScoredNode& s : scored) feasible[index(s.node)] = 1;
+  }
   std::vector<size_t> passed;  // positions in names/idx
   std::array<int, kDimensionCount> counts{};
+  bool gang_failed = false;
   for (size_t k = 0; k < idx.size(); ++k) {
     if (feasible[static_cast<size_t>(idx[k])]) {
       passed.push_back(k);
+      continue;
+    }
+    if (!gang_why.empty() || gang != nullptr) {
+      failed[names[k]] = gang_why.empty() ? fmt::format("gang {}: this member is planned on node {}", gang->key,
+                                                        gang->node_of.at(pod->key()))
+                                          : gang_why;
+      gang_failed = true;
       continue;
     }
     auto [message, never] = explain_locked(idx[k], *pod);
@@ -562,6 +648,8 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   if (!state_->is_bound(PodId{pi})) {
     if (!passed.empty()) {
       e.pending_reason = "schedulable";
+    } else if (gang_failed) {
+      e.pending_reason = "gang";
     } else {
       size_t best = 1;
       for (size_t d = 1; d < counts.size(); ++d)
@@ -631,6 +719,17 @@ HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::stri
   std::vector<std::string> names;
   std::map<std::string, std::string> unresolvable;
   std::vector<int> idx = resolve_candidates_locked(args, names, unresolvable);
+  if (const Gang* gang = pod->gang ? gang_of_locked(pi) : nullptr) {
+    // A planned member: its node is the only 10; the others (and members
+    // outside the plan) score 0.
+    auto planned = gang->node_of.find(pod->key());
+    HostPriorityList out;
+    out.reserve(names.size() + unresolvable.size());
+    for (const std::string& name : names)
+      out.push_back({name, planned != gang->node_of.end() && planned->second == name ? kMaxExtenderPriority : 0});
+    for (const auto& [name, why] : unresolvable) out.push_back({name, 0});
+    return out;
+  }
   std::vector<int> open;
   for (int n : idx)
     if (node_gate(nodes_[static_cast<size_t>(n)], *pod).empty()) open.push_back(n);
@@ -678,8 +777,64 @@ HostPriorityList ExtenderService::prioritize(const ExtenderArgs& args, std::stri
 }
 
 ExtenderBindingResult ExtenderService::bind(const ExtenderBindingArgs& args) {
+  std::promise<ExtenderBindingResult> result;
+  std::future<ExtenderBindingResult> ready = result.get_future();
+  bind_async(args, [&result](ExtenderBindingResult r) { result.set_value(std::move(r)); });
+  return ready.get();
+}
+
+void ExtenderService::bind_async(const ExtenderBindingArgs& args, BindDone done) {
   std::unique_lock lock(mu_);
   expire_assumed_locked();
+  Answers answers;
+  expire_gangs_locked(answers);
+  const std::string key =
+      (args.pod_namespace.empty() ? std::string("default") : args.pod_namespace) + "/" + args.pod_name;
+  auto it = pod_index_.find(key);
+  Gang* gang = nullptr;
+  if (it != pod_index_.end() && pods_[static_cast<size_t>(it->second)].learned == Learned::kReserved) {
+    auto g = gangs_.find(gang_key(pods_[static_cast<size_t>(it->second)].pod));
+    if (g != gangs_.end() && g->second.node_of.count(key)) gang = &g->second;
+  }
+  if (gang == nullptr) {
+    ExtenderBindingResult r = bind_one(lock, args);
+    lock.unlock();
+    answer(answers);
+    done(std::move(r));
+    return;
+  }
+  // A planned gang member: held until the gang's minimum has asked.
+  const PodEntry& e = pods_[static_cast<size_t>(it->second)];
+  ExtenderBindingResult r;
+  if (!args.pod_uid.empty() && !e.pod.uid.empty() && args.pod_uid != e.pod.uid) {
+    r.error = fmt::format("pod {} has UID {}, bind asked for UID {}", key, e.pod.uid, args.pod_uid);
+  } else if (gang->node_of.at(key) != args.node) {
+    r.error = fmt::format("pod {} is planned on node {} with its gang {}, not on node {}", key, gang->node_of.at(key),
+                          gang->key, args.node);
+  } else if (inflight_.count(key) ||
+             std::any_of(gang->held.begin(), gang->held.end(), [&](const auto& h) { return h.first == key; })) {
+    r.error = fmt::format("pod {}: a bind of this pod is in progress", key);
+  }
+  if (!r.error.empty()) {
+    lock.unlock();
+    answer(answers);
+    done(std::move(r));
+    return;
+  }
+  gang->held.emplace_back(key, std::move(done));
+  gang->deadline = std::chrono::steady_clock::now() + options_.gang_timeout;
+  if (log_enabled(LogLevel::kDebug))
+    log_debug("bind held", {{"pod", key},
+                            {"gang", gang->key},
+                            {"held", std::to_string(gang->held.size())},
+                            {"needed", std::to_string(gang->required - gang->committed)}});
+  if (!gang->committing && static_cast<int>(gang->held.size()) + gang->committed >= gang->required)
+    commit_gang(lock, gang->key, answers);
+  lock.unlock();
+  answer(answers);
+}
+
+ExtenderBindingResult ExtenderService::bind_one(std::unique_lock<std::mutex>& lock, const ExtenderBindingArgs& args) {
   ExtenderBindingResult r;
   const std::string key =
       (args.pod_namespace.empty() ? std::string("default") : args.pod_namespace) + "/" + args.pod_name;
@@ -814,6 +969,265 @@ void ExtenderService::finish_bind_locked(PodEntry& e, PodId pid, const std::stri
   }
 }
 
+// ---- gangs ------------------------------------------------------------------
+
+const ExtenderService::Gang* ExtenderService::gang_of_locked(int pi) const {
+  const K8sPod& pod = pods_[static_cast<size_t>(pi)].pod;
+  if (!pod.gang) return nullptr;
+  auto it = gangs_.find(gang_key(pod));
+  return it == gangs_.end() ? nullptr : &it->second;
+}
+
+std::string ExtenderService::plan_gang_locked(int pi) {
+  const K8sPod& pod = pods_[static_cast<size_t>(pi)].pod;
+  const std::string key = gang_key(pod);
+  // The members the objects (and calls) have shown: pending ones to plan,
+  // running ones counted against the minimum.
+  std::vector<int> members;
+  int running = 0;
+  for (size_t i = 0; i < pods_.size(); ++i) {
+    const PodEntry& e = pods_[i];
+    if (e.pod.terminal() || !e.pod.gang || gang_key(e.pod) != key) continue;
+    const PodId p{static_cast<int32_t>(i)};
+    if (!e.pod.node_name.empty() || (state_->is_bound(p) && e.learned != Learned::kAssumed)) {
+      ++running;
+    } else {
+      if (e.learned == Learned::kAssumed) release_locked(static_cast<int>(i));
+      members.push_back(static_cast<int>(i));
+    }
+  }
+  int minimum = pod.gang->min_member > 0 ? pod.gang->min_member : pod.gang->size;
+  if (minimum <= 0) {
+    auto g = pod_group_min_.find(key);
+    if (g != pod_group_min_.end()) minimum = g->second;
+  }
+  const int known = static_cast<int>(members.size()) + running;
+  if (minimum > 0 && running >= minimum) return "";  // the gang runs: its other members are plain pods
+  if (minimum > 0 && known < minimum)
+    return fmt::format("gang {}: {} of its {} members known; waiting for the others", key, known, minimum);
+  if (nodes_.empty()) return fmt::format("gang {}: no nodes", key);
+  GangRequest request;
+  request.name = key;
+  request.min_member = minimum > 0 ? minimum - running : static_cast<int>(members.size());
+  std::vector<PodId> pids;
+  for (int m : members) {
+    request.members.push_back(model_request(pods_[static_cast<size_t>(m)].pod, nodes_.front()));
+    pids.push_back(PodId{m});
+  }
+  std::vector<uint8_t> mask(nodes_.size(), 0);
+  for (size_t n = 0; n < nodes_.size(); ++n) mask[n] = node_gate(nodes_[n], pod).empty() ? 1 : 0;
+  std::vector<TopologyLevel> levels;
+  for (const std::string& label : options_.topology_labels) {
+    TopologyLevel level{label, std::vector<std::string>(nodes_.size())};
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      auto it = nodes_[n].labels.find(label);
+      if (it != nodes_[n].labels.end()) level.domain_of_node[n] = it->second;
+    }
+    levels.push_back(std::move(level));
+  }
+  GangPlacer placer(*scheduler_, static_cast<int>(nodes_.size()), std::move(levels), target_.get());
+  const GangPlacement plan = placer.place(*state_, pids, request, mask);
+  if (!plan.placed) {
+    state_->commit();
+    return fmt::format("gang {}: its {} members (at least {}) do not fit together; short of {}", key, members.size(),
+                       request.required(), dimension_label(plan.reason));
+  }
+  Gang g;
+  g.key = key;
+  g.required = request.required();
+  g.deadline = std::chrono::steady_clock::now() + options_.gang_timeout;
+  for (size_t k = 0; k < members.size(); ++k) {
+    if (plan.assignments[k].node == kNoNode) continue;
+    PodEntry& e = pods_[static_cast<size_t>(members[k])];
+    e.learned = Learned::kReserved;
+    e.pending_reason = "gang";
+    g.members.push_back(e.pod.key());
+    g.node_of[e.pod.key()] = nodes_[index(plan.assignments[k].node)].spec.name;
+  }
+  state_->commit();
+  ++mutations_;
+  if (log_enabled(LogLevel::kDebug))
+    log_debug("gang planned", {{"gang", key},
+                               {"members", std::to_string(g.members.size())},
+                               {"required", std::to_string(g.required)},
+                               {"level", plan.level},
+                               {"domain", plan.domain}});
+  gangs_[key] = std::move(g);
+  return "";
+}
+
+void ExtenderService::release_gang_locked(Gang& g, const std::string& why, Answers& answers) {
+  for (const std::string& key : g.members) {
+    auto it = pod_index_.find(key);
+    if (it == pod_index_.end() || inflight_.count(key)) continue;
+    PodEntry& e = pods_[static_cast<size_t>(it->second)];
+    if (e.learned != Learned::kReserved) continue;
+    (void)state_->unbind(PodId{it->second});
+    e.learned = Learned::kNone;
+    e.pending_reason = "gang";
+  }
+  state_->commit();
+  ++mutations_;
+  for (auto& [key, done] : g.held) {
+    ExtenderBindingResult r;
+    r.error = why;
+    answers.emplace_back(std::move(done), std::move(r));
+  }
+  g.held.clear();
+}
+
+void ExtenderService::expire_gangs_locked(Answers& answers) {
+  if (gangs_.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = gangs_.begin(); it != gangs_.end();) {
+    Gang& g = it->second;
+    if (g.committing || now <= g.deadline) {
+      ++it;
+      continue;
+    }
+    const bool placed = g.committed >= g.required;
+    const std::string why =
+        placed ? fmt::format("gang {}: bound without this member; its reservation is released", g.key)
+               : fmt::format(
+                     "gang {}: {} of the {} binds it needs arrived within {} ms; its reservation is released and "
+                     "the gang will be planned again",
+                     g.key, g.held.size(), g.required, options_.gang_timeout.count());
+    if (!placed) ++counters_.gangs_timed_out;
+    log_info(placed ? "gang plan closed" : "gang timed out",
+             {{"gang", g.key}, {"held", std::to_string(g.held.size())}, {"required", std::to_string(g.required)}});
+    release_gang_locked(g, why, answers);
+    it = gangs_.erase(it);
+  }
+}
+
+void ExtenderService::commit_gang(std::unique_lock<std::mutex>& lock, const std::string& gang, Answers& answers) {
+  for (;;) {
+    auto git = gangs_.find(gang);
+    if (git == gangs_.end() || git->second.held.empty()) return;
+    Gang& g = git->second;
+    std::vector<std::pair<std::string, BindDone>> held = std::move(g.held);
+    g.held.clear();
+    std::vector<Binder::Item> items;
+    std::vector<BindDone> dones;
+    for (auto& [key, done] : held) {
+      auto it = pod_index_.find(key);
+      ExtenderBindingResult r;
+      if (it == pod_index_.end() || pods_[static_cast<size_t>(it->second)].learned != Learned::kReserved) {
+        r.error = fmt::format("pod {}: its gang reservation was lost (the pod changed meanwhile)", key);
+        answers.emplace_back(std::move(done), std::move(r));
+        continue;
+      }
+      const PodId pid{it->second};
+      const std::string& node = g.node_of.at(key);
+      const Request req = state_->request(pid);
+      const Assignment where = state_->assignment(pid);
+      const PodEntry& e = pods_[static_cast<size_t>(it->second)];
+      items.push_back({e.pod, node, req.is_gpu() ? assigned_gpus_annotation(node, where) : ""});
+      inflight_[key] = Carried::Guess{e.pod.uid, node, req, where, std::chrono::steady_clock::now()};
+      dones.push_back(std::move(done));
+    }
+    if (items.empty()) continue;
+    g.committing = true;
+    const std::string commit_id =
+        fmt::format("{:x}-{}", std::chrono::system_clock::now().time_since_epoch().count() & 0xffffffffffffULL,
+                    ++counters_.commits);
+    ++mutations_;
+    Binder* binder = binder_;
+    lock.unlock();
+    std::vector<std::string> errors =
+        binder ? binder->bind_gang(items, commit_id) : std::vector<std::string>(items.size());
+    errors.resize(items.size());
+    lock.lock();
+    int bound = 0;
+    for (size_t k = 0; k < items.size(); ++k) {
+      const std::string key = items[k].pod.key();
+      inflight_.erase(key);
+      ExtenderBindingResult r;
+      auto it = pod_index_.find(key);
+      if (!errors[k].empty()) {
+        if (it != pod_index_.end() && pods_[static_cast<size_t>(it->second)].learned == Learned::kReserved) {
+          (void)state_->unbind(PodId{it->second});
+          state_->commit();
+          pods_[static_cast<size_t>(it->second)].learned = Learned::kNone;
+        }
+        r.error = errors[k];
+      } else if (it != pod_index_.end()) {
+        PodEntry& e = pods_[static_cast<size_t>(it->second)];
+        e.pod.annotations[std::string(annotations::kGangCommit)] = commit_id + "@" + items[k].node;
+        finish_bind_locked(e, PodId{it->second}, items[k].node, items[k].assigned_gpus, false);
+        ++bound;
+      }
+      answers.emplace_back(std::move(dones[k]), std::move(r));
+    }
+    git = gangs_.find(gang);
+    if (git == gangs_.end()) return;
+    Gang& after = git->second;
+    after.committing = false;
+    const bool was_placed = after.committed >= after.required;
+    after.committed += bound;
+    if (!was_placed && after.committed >= after.required) {
+      ++counters_.gangs_placed;
+      log_info("gang bound", {{"gang", gang}, {"members", std::to_string(after.committed)}});
+    }
+    if (after.committed >= static_cast<int>(after.members.size())) {
+      gangs_.erase(git);  // every planned member bound
+      return;
+    }
+    if (after.committed < after.required && after.held.empty()) {
+      // A member's Binding failed below the minimum: the gang is not placed.
+      ++counters_.gangs_timed_out;
+      release_gang_locked(after, fmt::format("gang {}: a member's bind failed; the gang is released", gang), answers);
+      gangs_.erase(git);
+      return;
+    }
+  }
+}
+
+void ExtenderService::answer(Answers& answers) {
+  for (auto& [done, result] : answers) done(std::move(result));
+  answers.clear();
+}
+
+void ExtenderService::set_pod_groups(std::map<std::string, int> min_member) {
+  std::lock_guard lock(mu_);
+  pod_group_min_ = std::move(min_member);
+}
+
+void ExtenderService::tick() {
+  Answers answers;
+  std::vector<Binder::Item> roll;
+  Binder* binder = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    expire_assumed_locked();
+    expire_gangs_locked(answers);
+    if (binder_ != nullptr) {
+      roll.swap(roll_forward_);
+      binder = binder_;
+    }
+  }
+  answer(answers);
+  for (const Binder::Item& item : roll) {
+    const std::string err = binder->bind(item.pod, item.node, item.assigned_gpus);
+    if (err.empty()) {
+      log_info("gang member bound after a restart", {{"pod", item.pod.key()}, {"node", item.node}});
+    } else {
+      log_warn("gang member not bound after a restart", {{"pod", item.pod.key()}, {"error", err}});
+    }
+  }
+}
+
+void ExtenderService::stop_gangs(const std::string& why) {
+  Answers answers;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [key, g] : gangs_)
+      if (!g.committing) release_gang_locked(g, why, answers);
+    for (auto it = gangs_.begin(); it != gangs_.end();) it = it->second.committing ? std::next(it) : gangs_.erase(it);
+  }
+  answer(answers);
+}
+
 ExtenderPreemptionResult ExtenderService::preempt(const ExtenderPreemptionArgs& args, std::string* /*error*/) {
   std::lock_guard lock(mu_);
   ExtenderPreemptionResult out;
@@ -866,7 +1280,9 @@ std::map<std::string, std::string> ExtenderService::assignments() const {
   std::map<std::string, std::string> out;
   for (size_t i = 0; i < pods_.size(); ++i) {
     const PodId p{static_cast<int32_t>(i)};
-    if (!state_->is_bound(p) || pods_[i].learned == Learned::kAssumed || !state_->request(p).is_gpu()) continue;
+    if (!state_->is_bound(p) || pods_[i].learned == Learned::kAssumed || pods_[i].learned == Learned::kReserved ||
+        !state_->request(p).is_gpu())
+      continue;
     out[pods_[i].pod.key()] =
         assigned_gpus_annotation(nodes_[index(state_->assignment(p).node)].spec.name, state_->assignment(p));
   }
@@ -922,7 +1338,17 @@ ServiceMetrics ExtenderService::metrics() const {
   static_cast<ClusterMetrics&>(m) = cluster_metrics(*state_, *target_, probes);
   m.bound_pods = 0;
   for (size_t i = 0; i < pods_.size(); ++i)
-    m.bound_pods += state_->is_bound(PodId{static_cast<int32_t>(i)}) && pods_[i].learned != Learned::kAssumed;
+    m.bound_pods += state_->is_bound(PodId{static_cast<int32_t>(i)}) && pods_[i].learned != Learned::kAssumed &&
+                    pods_[i].learned != Learned::kReserved;
+  for (size_t i = 0; i < pods_.size(); ++i)
+    if (pods_[i].learned == Learned::kReserved && state_->is_bound(PodId{static_cast<int32_t>(i)}))
+      m.gang_reserved_gpu_milli += state_->request(PodId{static_cast<int32_t>(i)}).total_gpu_milli();
+  for (const auto& [key, g] : gangs_) {
+    m.gangs_waiting += g.committed < g.required;
+    m.gang_binds_held += static_cast<int>(g.held.size());
+  }
+  m.gangs_placed = counters_.gangs_placed;
+  m.gangs_timed_out = counters_.gangs_timed_out;
   constexpr size_t kMaxExplained = 1000;
   for (size_t k = 0; k < pending.size(); ++k) {
     const PodEntry& e = pods_[pending[k]];

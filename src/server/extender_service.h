@@ -57,6 +57,29 @@
 //   disk; meanwhile the GPUs stay reserved (a reload carries the
 //   reservation) and a second bind of the same pod is refused. Binding a
 //   pod already bound to the same node is a no-op success.
+// - Gangs (docs/SERVE.md "Gangs"): pods of one pod group (gang_key(); the
+//   group's minimum from the pod, or from a PodGroup object given with
+//   set_pod_groups()) are planned as one decision when the first member is
+//   filtered and no plan exists: the engine's GangPlacer places every known
+//   pending member (at least the minimum, less those already running): one
+//   node, else one domain of each ServiceOptions::topology_labels level in
+//   turn, else the whole cluster; the planned GPUs are reserved in the state for
+//   the group (Learned::kReserved, carried across reloads). A planned
+//   member's filter passes only its planned node and prioritize scores it
+//   10; members outside the plan fail while the plan lives. A gang that
+//   does not fit, or has fewer members known than its minimum, fails every
+//   candidate and reserves nothing. bind_async() of a planned member is held
+//   (its done callback kept, no worker held) until the minimum has asked
+//   to bind; then every held member is written by Binder::bind_gang (one
+//   durable intent for all before any Binding) and answered. A plan without
+//   progress for ServiceOptions::gang_timeout is dropped by tick(): its
+//   reservations are released and its held binds answered with an error
+//   (the scheduler retries them). Two gangs never both hold GPUs for the
+//   same capacity: the second is planned against the first's reservation.
+// - tick() (serve calls it every 50 ms) runs the timeouts, and writes the
+//   Bindings of gang members whose group was committed by a process that
+//   died before binding them all (roll_forward: a member bound with the
+//   same gpupack.io/gang-commit id proves the commit).
 // - preempt(): keeps the candidate nodes where removing the proposed victims
 //   (those bound there in the state) makes the pod fit; checkpoint/rollback,
 //   nothing changes. Replies in NodeNameToMetaVictims form.
@@ -67,6 +90,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,9 +114,24 @@ namespace gpupack {
 // Returns "" on success, else the error text. Called under the service lock.
 class Binder {
  public:
+  struct Item {
+    K8sPod pod;
+    std::string node, assigned_gpus;
+  };
   virtual ~Binder() = default;
   virtual std::string bind(const K8sPod& pod, const std::string& node, const std::string& assigned_gpus) = 0;
+  // A gang's members, all or none: a durable record of every member's
+  // placement (tagged `commit_id`) before the first Binding, so that a
+  // restart can finish what a crash cut short. Returns one error per item
+  // ("" = bound). The default binds one by one (no crash guarantee).
+  virtual std::vector<std::string> bind_gang(const std::vector<Item>& items, const std::string& commit_id);
 };
+
+// Called once with a bind's result; never under the service's lock.
+using BindDone = std::function<void(ExtenderBindingResult)>;
+
+// "<namespace>/<group>" of a pod in a pod group, "" for other pods.
+std::string gang_key(const K8sPod& pod);
 
 // Snapshot of what /metrics exports (computed under the lock, rendered outside).
 struct ServiceMetrics : ClusterMetrics {
@@ -111,6 +150,13 @@ struct ServiceMetrics : ClusterMetrics {
   // Nodes whose nvidia.com/gpu.product is not in the catalog, per label:
   // each such label is its own pool, sized from the node (never another model).
   std::map<std::string, int> unknown_gpu_products;
+  // Gangs: planned and waiting for their binds; committed (all held binds
+  // written) and timed out since start; GPUs (milli) reserved for waiting
+  // gangs; binds held.
+  int gangs_waiting = 0;
+  uint64_t gangs_placed = 0, gangs_timed_out = 0;
+  int64_t gang_reserved_gpu_milli = 0;
+  int gang_binds_held = 0;
 };
 
 struct ServiceOptions {
@@ -130,6 +176,12 @@ struct ServiceOptions {
   // Full Node objects in a request that gpupack's node list (the API or the
   // snapshot) lacks are added to the model (true) or unresolvable (false).
   bool accept_request_nodes = false;
+  // A gang plan without progress (a member's bind) for this long is dropped.
+  std::chrono::milliseconds gang_timeout{std::chrono::seconds(20)};
+  // Node labels naming a gang's locality domains, narrowest first (e.g. a
+  // rack label, then a switch or block label): a gang that no single node
+  // holds is placed inside one domain of the first level that can hold it.
+  std::vector<std::string> topology_labels = {};
 };
 
 class ExtenderService {
@@ -152,8 +204,17 @@ class ExtenderService {
 
   ExtenderFilterResult filter(const ExtenderArgs& args);
   HostPriorityList prioritize(const ExtenderArgs& args, std::string* error);
-  ExtenderBindingResult bind(const ExtenderBindingArgs& args);
+  ExtenderBindingResult bind(const ExtenderBindingArgs& args);  // bind_async, waited for
+  void bind_async(const ExtenderBindingArgs& args, BindDone done);
   ExtenderPreemptionResult preempt(const ExtenderPreemptionArgs& args, std::string* error);
+
+  // Group key ("ns/name") -> minMember of PodGroup objects (scheduler-plugins,
+  // Volcano, KAI); replaces the previous map.
+  void set_pod_groups(std::map<std::string, int> min_member);
+  // Timeouts and gang roll-forward (see the contract); call periodically.
+  void tick();
+  // Answers every held gang bind with `why` and drops the plans (shutdown).
+  void stop_gangs(const std::string& why);
 
   ServiceMetrics metrics() const;
   bool ready() const;
@@ -169,7 +230,7 @@ class ExtenderService {
   uint64_t mutation_count() const;
 
  private:
-  enum class Learned : uint8_t { kNone, kObjects, kBoundHere, kAssumed };
+  enum class Learned : uint8_t { kNone, kObjects, kBoundHere, kAssumed, kReserved };
   struct PodEntry {
     K8sPod pod;
     nlohmann::json object;  // null when unknown
@@ -207,9 +268,23 @@ class ExtenderService {
     std::unordered_map<std::string, Guess> chosen;
     // Binds waiting on the Binder (outside the lock): GPUs stay reserved.
     std::unordered_map<std::string, Guess> inflight;
+    // Planned gang members: GPUs reserved for the group.
+    std::unordered_map<std::string, Guess> reserved;
   };
+  struct Gang {
+    std::string key;
+    int required = 0;                  // binds that commit the plan (minimum less those running)
+    std::vector<std::string> members;  // planned pod keys, plan order
+    std::map<std::string, std::string> node_of;
+    std::vector<std::pair<std::string, BindDone>> held;
+    bool committing = false;
+    int committed = 0;  // members written by commits
+    std::chrono::steady_clock::time_point deadline;
+  };
+  using Answers = std::vector<std::pair<BindDone, ExtenderBindingResult>>;
   struct Counters {
     uint64_t assumed = 0, confirmed = 0, expired = 0, conflicts = 0;
+    uint64_t gangs_placed = 0, gangs_timed_out = 0, commits = 0;
   };
 
   Carried carry_locked() const;
@@ -235,6 +310,16 @@ class ExtenderService {
   // "<dimension>: message" and whether it is unresolvable, for a node where
   // the pod does not fit.
   std::pair<std::string, bool> explain_locked(int node, const K8sPod& pod) const;
+  // Gangs. plan_gang_locked plans pod `pi`'s group unless it has a plan or
+  // enough members running; returns "" or why the gang cannot be placed.
+  std::string plan_gang_locked(int pi);
+  const Gang* gang_of_locked(int pi) const;
+  void release_gang_locked(Gang& g, const std::string& why, Answers& answers);
+  void expire_gangs_locked(Answers& answers);
+  // Writes the held binds of gang `key` (drops and retakes the lock).
+  void commit_gang(std::unique_lock<std::mutex>& lock, const std::string& key, Answers& answers);
+  static void answer(Answers& answers);
+  ExtenderBindingResult bind_one(std::unique_lock<std::mutex>& lock, const ExtenderBindingArgs& args);
   std::vector<int> resolve_candidates_locked(const ExtenderArgs& args, std::vector<std::string>& names,
                                              std::map<std::string, std::string>& unresolvable,
                                              std::vector<size_t>* positions = nullptr);
@@ -251,6 +336,9 @@ class ExtenderService {
   std::unique_ptr<ClusterState> state_;
   std::vector<std::string> unattributed_;
   std::unordered_map<std::string, Carried::Guess> inflight_;  // pod key -> bind waiting on the Binder
+  std::map<std::string, Gang> gangs_;                         // group key -> live plan
+  std::map<std::string, int> pod_group_min_;                  // PodGroup objects' minMember
+  std::vector<Binder::Item> roll_forward_;                    // gang members to bind (tick)
   Binder* binder_ = nullptr;
   bool ready_ = false;
   uint64_t mutations_ = 0;

@@ -445,12 +445,15 @@ struct HttpServer::Impl {
     std::lock_guard lock(stop_mu);
     if (stopped) return;
     stopped = true;
+    // Held gang binds are answered now, so their replies get the grace period.
+    if (options.serve_extender) service.stop_gangs("gpupack serve is stopping; the bind is not done");
     if (loop_thread.joinable()) {
       stopping = true;
       wake();
       loop_thread.join();
     }
     if (verbs) verbs->join();
+    if (options.serve_extender) service.stop_gangs("gpupack serve is stopping; the bind is not done");
     if (metrics_pool) metrics_pool->join();
     for (auto& [fd, c] : conns) free_conn(*c);
     conns.clear();
@@ -1009,7 +1012,11 @@ struct HttpServer::Impl {
         });
         return;
       case Route::kVerb:
-        verbs->post([this, cp, verb] { worker_reply(*cp, run_verb(verb, cp->req.body)); });
+        if (verb == "bind") {
+          verbs->post([this, cp] { run_bind(cp); });
+        } else {
+          verbs->post([this, cp, verb] { worker_reply(*cp, run_verb(verb, cp->req.body)); });
+        }
         return;
       case Route::kNone:
         return;
@@ -1042,6 +1049,40 @@ struct HttpServer::Impl {
     latency.observe(verb, std::chrono::duration<double>(Clock::now() - t0).count());
     counters.add(verb, rep.status);
     return rep;
+  }
+
+  // bind may be answered later (a gang member waits for its gang, holding
+  // no worker); the reply goes out from whichever thread answers it.
+  void run_bind(Conn* cp) {
+    const auto t0 = Clock::now();
+    auto finish = [this, cp, t0](Reply rep) {
+      latency.observe("bind", std::chrono::duration<double>(Clock::now() - t0).count());
+      counters.add("bind", rep.status);
+      worker_reply(*cp, std::move(rep));
+    };
+    auto args = parse_extender_binding_args(cp->req.body);
+    if (!args) {
+      Reply rep;
+      rep.status = 400;
+      rep.body = error_body(args.error().what());
+      finish(std::move(rep));
+      return;
+    }
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    try {
+      service.bind_async(args.value(), [finish, answered](ExtenderBindingResult r) {
+        *answered = true;
+        Reply rep;
+        rep.body = to_json_text(r);
+        finish(std::move(rep));
+      });
+    } catch (const std::exception& e) {
+      if (*answered) return;
+      Reply rep;
+      rep.status = 500;
+      rep.body = error_body(std::string("internal error: ") + e.what());
+      finish(std::move(rep));
+    }
   }
 
   std::string handle_verb(const std::string& verb, const std::string& body, std::string* error) {

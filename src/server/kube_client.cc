@@ -308,4 +308,27 @@ std::string KubeBinder::bind(const K8sPod& pod, const std::string& node, const s
   return err.empty() ? "" : "creating the Binding: " + err;
 }
 
+std::vector<std::string> KubeBinder::bind_gang(const std::vector<Item>& items, const std::string& commit_id) {
+  // Phase 1: every member carries the commit (and its GPUs) before any
+  // Binding exists; a failure here binds nobody.
+  std::vector<std::string> errors(items.size());
+  for (size_t k = 0; k < items.size(); ++k) {
+    std::map<std::string, std::string> a = {{std::string(annotations::kGangCommit), commit_id + "@" + items[k].node}};
+    if (!items[k].assigned_gpus.empty()) a[std::string(annotations::kAssignedGpus)] = items[k].assigned_gpus;
+    std::string err = client_.patch_pod_annotations(items[k].pod.namespace_name, items[k].pod.name, a);
+    if (!err.empty()) {
+      const std::string why = fmt::format("recording gang commit {} on {}: {}", commit_id, items[k].pod.key(), err);
+      return std::vector<std::string>(items.size(), why);
+    }
+  }
+  // Phase 2: the Bindings. The first one commits the gang: a restart binds
+  // the rest (ExtenderService roll-forward).
+  for (size_t k = 0; k < items.size(); ++k) {
+    std::string err =
+        client_.create_binding(items[k].pod.namespace_name, items[k].pod.name, items[k].pod.uid, items[k].node);
+    if (!err.empty()) errors[k] = "creating the Binding: " + err;
+  }
+  return errors;
+}
+
 }  // namespace gpupack

@@ -95,6 +95,17 @@ class KubeClient {
   KubeResponse list_resource_claims() const {
     return request("GET", "/apis/resource.k8s.io/v1/resourceclaims", "", "");
   }
+  // PodGroups (spec.minMember) of scheduler-plugins' coscheduling, Volcano
+  // and KAI-Scheduler; HTTP 404 where that API is not installed.
+  KubeResponse list_coscheduling_pod_groups() const {
+    return request("GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", "", "");
+  }
+  KubeResponse list_volcano_pod_groups() const {
+    return request("GET", "/apis/scheduling.volcano.sh/v1beta1/podgroups", "", "");
+  }
+  KubeResponse list_kai_pod_groups() const {
+    return request("GET", "/apis/scheduling.run.ai/v2alpha2/podgroups", "", "");
+  }
   std::string patch_pod_annotations(const std::string& ns, const std::string& name,
                                     const std::map<std::string, std::string>& annotations) const;
   std::string create_binding(const std::string& ns, const std::string& name, const std::string& uid,
@@ -111,6 +122,9 @@ class KubeBinder : public Binder {
  public:
   explicit KubeBinder(const KubeClient& client) : client_(client) {}
   std::string bind(const K8sPod& pod, const std::string& node, const std::string& assigned_gpus) override;
+  // Two phases: every member's gpupack.io/gang-commit (and assigned-gpus)
+  // annotation, then the Bindings.
+  std::vector<std::string> bind_gang(const std::vector<Item>& items, const std::string& commit_id) override;
 
  private:
   const KubeClient& client_;

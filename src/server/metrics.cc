@@ -132,6 +132,15 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   header(out, "gpupack_assumed_pods", "gauge",
          "Pods placed by assumption now (not yet confirmed by a bind or the API).");
   out += fmt::format("gpupack_assumed_pods {}\n", m.assumed_now);
+  header(out, "gpupack_gangs_waiting", "gauge", "Gangs planned whose minimum has not yet bound (GPUs reserved).");
+  out += fmt::format("gpupack_gangs_waiting {}\n", m.gangs_waiting);
+  header(out, "gpupack_gangs_total", "counter", "Gangs bound whole (placed) or dropped at their timeout (timed_out).");
+  out += fmt::format("gpupack_gangs_total{{outcome=\"placed\"}} {}\n", m.gangs_placed);
+  out += fmt::format("gpupack_gangs_total{{outcome=\"timed_out\"}} {}\n", m.gangs_timed_out);
+  header(out, "gpupack_gang_reserved_gpus", "gauge", "GPUs (fractions summed) reserved for planned gang members.");
+  out += fmt::format("gpupack_gang_reserved_gpus {}\n", static_cast<double>(m.gang_reserved_gpu_milli) / 1000.0);
+  header(out, "gpupack_gang_binds_held", "gauge", "Binds of gang members waiting for their gang's minimum.");
+  out += fmt::format("gpupack_gang_binds_held {}\n", m.gang_binds_held);
   header(out, "gpupack_charge_conflicts_total", "counter",
          "Running pods that claimed more than their node had left (over-commit by another scheduler).");
   out += fmt::format("gpupack_charge_conflicts_total {}\n", m.charge_conflicts);

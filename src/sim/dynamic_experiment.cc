@@ -55,8 +55,16 @@ std::vector<DynamicExperimentRun> run_dynamic_experiment(const DynamicExperiment
       run.policy = name;
       run.seed = seed;
       run.label = name + spec.label_suffix + (spec.seeds.size() > 1 ? fmt::format(" seed {}", seed) : "");
-      run.result = run_dynamic(spec.nodes, workloads[w], *policy, seeded_rank(spec.nodes.size(), seed), *targets[w],
-                               spec.options);
+      if (!spec.node_rank.empty() && spec.node_rank.size() != spec.nodes.size())
+        throw std::invalid_argument("node ranks do not cover every node");
+      run.result = run_dynamic(spec.nodes, workloads[w], *policy,
+                               spec.node_rank.empty() ? seeded_rank(spec.nodes.size(), seed) : spec.node_rank,
+                               *targets[w], spec.options);
+      for (const DynamicJob& j : workloads[w].jobs) {
+        std::vector<std::string> names = j.member_names;
+        for (size_t m = names.size(); m < j.members.size(); ++m) names.push_back(fmt::format("{}-{}", j.name, m));
+        run.member_names.push_back(std::move(names));
+      }
       run.summary = summarize_dynamic(run.result, workloads[w], run.label);
       run.jobs = workloads[w].jobs.size();
       if (done) done(run);

@@ -8,6 +8,7 @@
 //   draws and, for a generated workload, the workload itself (the generator's
 //   seed is replaced by the run's seed). An openb workload is the same for
 //   every seed. The FGD target workload is built from the run's workload.
+// - spec.node_rank, when given, replaces the seeded ranks (an exact replay).
 // - Labels: "<policy><suffix>", plus " seed <n>" when there is more than one
 //   seed.
 // - Throws std::invalid_argument before running anything for an unknown
@@ -35,6 +36,8 @@ struct DynamicExperimentSpec {
   std::vector<uint64_t> seeds;
   DynamicOptions options;
   std::string label_suffix;  // e.g. "+backfill"
+  // Node tie-break ranks for every run (one per node); empty = seeded_rank.
+  std::vector<int64_t> node_rank;
 };
 
 struct DynamicExperimentRun {
@@ -44,6 +47,7 @@ struct DynamicExperimentRun {
   DynamicRunResult result;
   DynamicSummary summary;
   size_t jobs = 0;
+  std::vector<std::vector<std::string>> member_names;  // per job, per member (the workload's, or "<job>-<i>")
 };
 
 std::vector<DynamicExperimentRun> run_dynamic_experiment(

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
+#include "sim/dynamic_experiment.h"
 #include "util/files.h"
 
 namespace gpupack {
@@ -139,6 +140,30 @@ void write_dynamic_series_csv(const std::string& path, const std::vector<Dynamic
           "{},{},{:.4f},{:.4f},{},{},{}\n", s.time_s, labels.at(r), pct(s.used_milli, runs[r].capacity_milli),
           runs[r].capacity_milli ? 100.0 * s.frag_milli / static_cast<double>(runs[r].capacity_milli) : 0.0,
           s.queue_length, s.pending_milli, s.running_jobs);
+    }
+  }
+  close_output(out, path);
+}
+
+void write_dynamic_placements_csv(const std::string& path, const std::vector<DynamicExperimentRun>& runs) {
+  auto out = open_output(path);
+  out << "run,job,pod,node,gpus,start_s\n";
+  for (const DynamicExperimentRun& run : runs) {
+    const DynamicRunResult& r = run.result;
+    for (size_t j = 0; j < r.jobs.size(); ++j) {
+      const JobOutcome& o = r.jobs[j];
+      const std::vector<std::string>& names = run.member_names.at(j);
+      for (size_t m = 0; m < names.size(); ++m) {
+        std::string node, gpus, start;
+        if (m < o.first_placement.size() && valid(o.first_placement[m].node)) {
+          const Assignment& a = o.first_placement[m];
+          node = r.node_names.at(index(a.node));
+          for (int g = 0; g < 32; ++g)
+            if ((a.gpu_mask >> g) & 1u) gpus += (gpus.empty() ? "" : "|") + std::to_string(g);
+          start = std::to_string(o.first_start_s);
+        }
+        out << fmt::format("{},{},{},{},{},{}\n", run.label, j, names[m], node, gpus, start);
+      }
     }
   }
   close_output(out, path);

@@ -51,6 +51,11 @@ void write_dynamic_series_csv(const std::string& path, const std::vector<Dynamic
                               const std::vector<std::string>& labels);
 void write_dynamic_summary_json(const std::string& path, const std::vector<DynamicSummary>& rows,
                                 const std::string& cluster_label, const std::string& workload_label);
+// run,job,pod,node,gpus,start_s: each job member where the job first
+// started (node and gpus empty when it never ran or that member was left
+// out), jobs in workload order; gpus as GPU indices joined by '|'.
+struct DynamicExperimentRun;
+void write_dynamic_placements_csv(const std::string& path, const std::vector<DynamicExperimentRun>& runs);
 // Two panels over time: GPU allocation % and queue length, one line per run.
 void write_dynamic_svg(const std::string& path, const std::vector<DynamicRunResult>& runs,
                        const std::vector<std::string>& labels, const std::string& title);

@@ -69,6 +69,7 @@ class Simulation {
     out_.jobs.resize(w.jobs.size());
     out_.policy = std::string(policy.name());
     out_.capacity_milli = state_.gpu_capacity_milli();
+    for (const NodeSpec& n : nodes) out_.node_names.push_back(n.name);
   }
 
   DynamicRunResult run() {
@@ -191,6 +192,7 @@ class Simulation {
     ++changes_;
     JobOutcome& o = out_.jobs[static_cast<size_t>(id)];
     o.start_s = now;
+    if (o.first_start_s < 0) o.first_placement = p.assignments;
     if (o.first_start_s < 0) o.first_start_s = now;
     if (backfilled && !o.backfilled) {
       o.backfilled = true;

@@ -67,9 +67,10 @@ struct JobOutcome {
   int64_t end_s = -1;    // -1 = still running at the end, or never ran
   int64_t first_start_s = -1;
   int evictions = 0;
-  bool backfilled = false;        // started while another job held a reservation
-  int reservations = 0;           // passes in which it held the reservation
-  int64_t reserved_start_s = -1;  // the first reservation's start time
+  bool backfilled = false;                  // started while another job held a reservation
+  int reservations = 0;                     // passes in which it held the reservation
+  int64_t reserved_start_s = -1;            // the first reservation's start time
+  std::vector<Assignment> first_placement;  // per member at the first start (node kNoNode = not placed)
 };
 
 struct DynamicRunResult {
@@ -77,6 +78,7 @@ struct DynamicRunResult {
   int64_t capacity_milli = 0;
   std::vector<DynamicSample> samples;
   std::vector<JobOutcome> jobs;  // one per workload job, same order
+  std::vector<std::string> node_names;
   int never_ran = 0;
   int preemptions = 0;  // plans applied
   int evicted_pods = 0;

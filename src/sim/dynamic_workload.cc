@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "model/gpu_catalog.h"
 #include "sim/random.h"
@@ -33,10 +34,23 @@ size_t pick_weighted(Rng& rng, const std::vector<T>& table, double (*weight)(con
 DynamicWorkload jobs_from_openb(const std::vector<TracePod>& pods) {
   DynamicWorkload w;
   w.jobs.reserve(pods.size());
+  std::unordered_map<std::string, size_t> gang_job;  // gang -> job index
   for (const TracePod& p : pods) {
+    if (!p.gang.empty()) {
+      auto [it, fresh] = gang_job.emplace(p.gang, w.jobs.size());
+      if (!fresh) {
+        DynamicJob& g = w.jobs[it->second];
+        g.members.push_back(p.request);
+        g.member_names.push_back(p.name);
+        if (g.min_member == 0) g.min_member = p.gang_min_member;
+        continue;
+      }
+    }
     DynamicJob j;
-    j.name = p.name;
+    j.name = p.gang.empty() ? p.name : p.gang;
     j.members = {p.request};
+    j.member_names = {p.name};
+    j.min_member = p.gang_min_member;
     j.model_key = p.gpu_spec;
     j.submit_s = std::max<int64_t>(0, p.creation_time_s);
     if (p.deletion_time_s < 0) {

@@ -7,7 +7,10 @@
 //   `runtime_s` is how long it runs once started (kRunsForever = never
 //   leaves); `estimate_s` is what the scheduler is told (nullopt = none).
 // - jobs_from_openb(): one single-pod job per trace pod, submitted at its
-//   creation_time (missing: 0), runtime = deletion_time - creation_time.
+//   creation_time (missing: 0), runtime = deletion_time - creation_time;
+//   pods naming the same `gang` form one job at its first member's place
+//   (that member's times and model key; min_member from the first member
+//   that gives one).
 //   Rules: a missing deletion_time means the pod never leaves (and gives no
 //   estimate); a deletion_time earlier than creation_time gives runtime 0
 //   (counted in `bad_times`). The estimate is the exact runtime (the trace
@@ -38,9 +41,10 @@ struct DynamicJob {
   std::string name;
   std::string queue = "default";
   int priority = 0;
-  std::vector<Request> members;  // one per pod
-  int min_member = 0;            // 0 = all
-  std::string model_key;         // FGD target class key ("" = any model)
+  std::vector<Request> members;           // one per pod
+  std::vector<std::string> member_names;  // one per pod, or empty (then "<name>-<i>")
+  int min_member = 0;                     // 0 = all
+  std::string model_key;                  // FGD target class key ("" = any model)
   int64_t submit_s = 0;
   int64_t runtime_s = 0;
   std::optional<int64_t> estimate_s;

@@ -101,6 +101,10 @@ const std::map<std::pair<std::string, std::string>, std::string> kApiCalls = {
     {{"POST", "/api/v1/namespaces/{}/pods/{}/binding"}, "/pods/binding:create"},  // the bind verb
     {{"GET", "/apis/resource.k8s.io/v1/resourceclaims"}, "resource.k8s.io/resourceclaims:list"},  // DRA GPUs
     {{"WATCH", "/apis/resource.k8s.io/v1/resourceclaims"}, "resource.k8s.io/resourceclaims:watch"},
+    // PodGroups (spec.minMember), listed every 10 s.
+    {{"GET", "/apis/scheduling.x-k8s.io/v1alpha1/podgroups"}, "scheduling.x-k8s.io/podgroups:list"},
+    {{"GET", "/apis/scheduling.volcano.sh/v1beta1/podgroups"}, "scheduling.volcano.sh/podgroups:list"},
+    {{"GET", "/apis/scheduling.run.ai/v2alpha2/podgroups"}, "scheduling.run.ai/podgroups:list"},
     // Not yet: the defrag executor's POST .../pods/{}/eviction -> "/pods/eviction:create".
 };
 

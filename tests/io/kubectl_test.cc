@@ -1,4 +1,5 @@
 #include "io/kubectl.h"
+#include "support/k8s_fixtures.h"
 
 #include <gtest/gtest.h>
 
@@ -309,7 +310,7 @@ TEST(Kubectl, ParsesPodsSummingContainers) {
   EXPECT_EQ(t.request.gpu_milli, 1000);
   EXPECT_EQ(t.request.allowed_models, model_bit(model("H100-80GB")) | model_bit(model("A100-80GB")));
   ASSERT_TRUE(t.gang.has_value());
-  EXPECT_EQ(*t.gang, (GangSpec{"job-a", 4, 4}));
+  EXPECT_EQ(*t.gang, (GangSpec{"job-a", 4, 4, "gpupack.io/gang-name"}));
   ASSERT_TRUE(t.assigned.has_value());
   EXPECT_EQ(t.assigned->gpu_mask, (1u << 2) | (1u << 5));
 
@@ -343,6 +344,55 @@ std::string pod_error(const std::string& annotations_json) {
     return e.what();
   }
   return "";
+}
+
+TEST(Kubectl, PodGroupsOfOtherGangSchedulersAreGangs) {
+  // scheduler-plugins' label, Volcano's and KAI-Scheduler's annotations: the
+  // group is named, its minimum comes from the PodGroup object.
+  const K8sPod coscheduling =
+      parse_pod(testing::pod_json({.name = "a", .labels = {{"scheduling.x-k8s.io/pod-group", "pg"}}}));
+  ASSERT_TRUE(coscheduling.gang.has_value());
+  EXPECT_EQ(*coscheduling.gang, (GangSpec{"pg", 0, 0, "scheduling.x-k8s.io/pod-group"}));
+  const K8sPod volcano =
+      parse_pod(testing::pod_json({.name = "b", .annotations = {{"scheduling.k8s.io/group-name", "job-1"}}}));
+  EXPECT_EQ(*volcano.gang, (GangSpec{"job-1", 0, 0, "scheduling.k8s.io/group-name"}));
+  const K8sPod kai = parse_pod(testing::pod_json({.name = "c", .annotations = {{"pod-group-name", "pg-kai"}}}));
+  EXPECT_EQ(*kai.gang, (GangSpec{"pg-kai", 0, 0, "pod-group-name"}));
+  // gpupack's own annotation wins over another form on the same pod.
+  const K8sPod both = parse_pod(testing::pod_json({.name = "d",
+                                                   .labels = {{"scheduling.x-k8s.io/pod-group", "pg"}},
+                                                   .annotations = {{"gpupack.io/gang-name", "mine"}}}));
+  EXPECT_EQ(both.gang->name, "mine");
+  EXPECT_THROW(parse_pod(testing::pod_json({.name = "e", .annotations = {{"pod-group-name", " "}}})),
+               std::invalid_argument);
+
+  const json groups = {{"apiVersion", "v1"},
+                       {"kind", "List"},
+                       {"items",
+                        {{{"apiVersion", "scheduling.x-k8s.io/v1alpha1"},
+                          {"kind", "PodGroup"},
+                          {"metadata", {{"name", "pg"}, {"namespace", "ml"}}},
+                          {"spec", {{"minMember", 3}}}},
+                         {{"apiVersion", "scheduling.volcano.sh/v1beta1"},
+                          {"kind", "PodGroup"},
+                          {"metadata", {{"name", "job-1"}}},
+                          {"spec", {{"minMember", 2}, {"queue", "default"}}}}}}};
+  const std::vector<K8sPodGroup> g = parse_pod_group_list(groups.dump(), "groups.json");
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].key(), "ml/pg");
+  EXPECT_EQ(g[0].min_member, 3);
+  EXPECT_EQ(g[1].key(), "default/job-1");
+  EXPECT_EQ(g[1].min_member, 2);
+  for (const json& bad : {json{{"metadata", {{"name", "x"}}}, {"spec", json::object()}},
+                          json{{"metadata", {{"name", "x"}}}, {"spec", {{"minMember", 0}}}},
+                          json{{"metadata", {{"name", "x"}}}, {"spec", {{"minMember", "2"}}}}}) {
+    try {
+      parse_pod_group(bad);
+      FAIL() << bad.dump();
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("spec.minMember"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Kubectl, PodModelConstraintsAcceptOpenbAnnotationAndLists) {

@@ -8,6 +8,7 @@
 
 #include "io/csv.h"
 #include "io/input_error.h"
+#include "sim/dynamic_workload.h"
 
 namespace gpupack {
 namespace {
@@ -54,6 +55,31 @@ TEST(OpenbReader, ReadsNodesAndPodsWithOptionalColumns) {
             model_bit(*GpuCatalog::builtin().find("V100M16")) | model_bit(*GpuCatalog::builtin().find("V100M32")));
   EXPECT_EQ(full[0].creation_time_s, 5);
   EXPECT_EQ(full[0].deletion_time_s, 100);
+}
+
+TEST(OpenbReader, GangColumnsGroupPodsIntoOneDynamicJob) {
+  const auto pods = read_openb_pods(write_temp("gang.csv",
+                                               "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gang,gang_min_member\n"
+                                               "w0,1000,100,8,1000,job,2\n"
+                                               "solo,1000,100,1,1000,,\n"
+                                               "w1,1000,100,8,1000,job,2\n"
+                                               "w2,1000,100,8,1000,job,\n"));
+  EXPECT_EQ(pods[0].gang, "job");
+  EXPECT_EQ(pods[0].gang_min_member, 2);
+  EXPECT_EQ(pods[1].gang, "");
+  const DynamicWorkload w = jobs_from_openb(pods);
+  ASSERT_EQ(w.jobs.size(), 2u);
+  EXPECT_EQ(w.jobs[0].name, "job");
+  EXPECT_EQ(w.jobs[0].members.size(), 3u);
+  EXPECT_EQ(w.jobs[0].member_names, (std::vector<std::string>{"w0", "w1", "w2"}));
+  EXPECT_EQ(w.jobs[0].min_member, 2);
+  EXPECT_EQ(w.jobs[1].member_names, (std::vector<std::string>{"solo"}));
+  EXPECT_NE(error_of([] {
+              read_openb_pods(write_temp("gang_bad.csv",
+                                         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gang,gang_min_member\n"
+                                         "w0,1000,100,8,1000,,2\n"));
+            }).find("gang_min_member without a gang"),
+            std::string::npos);
 }
 
 TEST(OpenbReader, MalformedRowsNameFileLineColumnAndValue) {

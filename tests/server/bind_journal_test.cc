@@ -63,6 +63,29 @@ TEST(BindJournal, ATornLastRecordIsSkippedAndABadLineIsAnError) {
   }
 }
 
+TEST(BindJournal, AGangsRecordsCountOnlyAllTogether) {
+  const std::string path = temp_path("bj_gang.journal");
+  std::filesystem::remove(path);
+  {
+    BindJournal j(path);
+    const std::vector<Binder::Item> items = {{parse_pod(testing::pod_json({.name = "g0", .gpus = 8})), "n0", "n0:0-7"},
+                                             {parse_pod(testing::pod_json({.name = "g1", .gpus = 8})), "n1", "n1:0-7"}};
+    EXPECT_EQ(j.bind_gang(items, "c1"), (std::vector<std::string>{"", ""}));
+  }
+  std::vector<BindRecord> r = read_bind_journal(path);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].gang, "c1");
+  EXPECT_EQ(r[0].gang_size, 2u);
+  EXPECT_EQ(r[1].name, "g1");
+  // A commit whose write a crash cut after its first record: none of it.
+  std::ofstream(path, std::ios::app)
+      << R"({"ns":"ml","name":"h0","uid":"uid-h0","node":"n2","gpus":"","gang":"c2","of":2})"
+      << "\n";
+  r = read_bind_journal(path);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].name, "g1");
+}
+
 TEST(BindJournal, ReplayBindsThePodsItNamesAndNamesWhatItCannot) {
   std::vector<json> objects = {testing::pod_json({.name = "a", .gpus = 1}),
                                testing::pod_json({.name = "b", .cpu = "1"}),

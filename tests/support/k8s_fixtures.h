@@ -22,6 +22,7 @@ struct NodeShape {
   std::string memory = "512Gi";
   std::map<std::string, int> mig;                  // profile -> allocatable
   std::map<std::string, std::string> annotations;  // e.g. gpupack.io/gpu-topology
+  std::map<std::string, std::string> labels;       // added to the defaults
 };
 
 inline nlohmann::json node_json(const NodeShape& s) {
@@ -31,6 +32,7 @@ inline nlohmann::json node_json(const NodeShape& s) {
   nlohmann::json labels = {{"kubernetes.io/hostname", s.name}, {"kubernetes.io/os", "linux"}};
   if (s.gpus > 0 || !s.mig.empty()) labels["nvidia.com/gpu.product"] = s.product;
   if (!s.mig.empty()) labels["nvidia.com/mig.strategy"] = "mixed";
+  for (const auto& [k, v] : s.labels) labels[k] = v;
   nlohmann::json meta = {{"name", s.name}, {"labels", labels}, {"creationTimestamp", nullptr}};
   if (!s.annotations.empty()) meta["annotations"] = s.annotations;
   return {{"apiVersion", "v1"},

@@ -11,11 +11,15 @@
 //	          and as `gpupack simulate` inputs (nodes.csv, pods.csv, order.csv,
 //	          node_rank.csv)
 //	synth     write N empty 8-GPU A100 nodes and one pending 1-GPU pod
+//	gangs     write a seeded mixed workload of gangs (gpupack.io/gang-* annotations)
+//	          and single pods, as objects and as `gpupack simulate` inputs
 //	fakeapi   serve nodes.json and pods.json as a Kubernetes API
 //	schedule  schedule every pod of pods.json in order: filter, prioritize,
 //	          the highest score (ties by node name), then bind
 //	bench     filter + prioritize one pod many times; client-side quantiles
 //	verify    check a fake API's pods against the binds a scheduler saw acknowledged
+//	          (-gangs: and that no gang is bound below its minimum)
+//	metric    print one series' value from the extender's /metrics
 //	soak      many schedulers at once for a long time: pending pods from the API,
 //	          filter, prioritize, bind, /metrics; quantiles and the server's RSS per interval
 //
@@ -43,7 +47,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: scheduler openb|synth|fakeapi|schedule|bench|verify|soak [flags]")
+		fmt.Fprintln(os.Stderr, "usage: scheduler openb|synth|gangs|fakeapi|schedule|bench|verify|metric|soak [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -52,6 +56,8 @@ func main() {
 		err = runOpenb(os.Args[2:])
 	case "synth":
 		err = runSynth(os.Args[2:])
+	case "gangs":
+		err = runGangs(os.Args[2:])
 	case "fakeapi":
 		err = runFakeAPI(os.Args[2:])
 	case "schedule":
@@ -60,6 +66,8 @@ func main() {
 		err = runBench(os.Args[2:])
 	case "verify":
 		err = runVerify(os.Args[2:])
+	case "metric":
+		err = runMetric(os.Args[2:])
 	case "soak":
 		err = runSoak(os.Args[2:])
 	default:
@@ -272,6 +280,114 @@ func runOpenb(args []string) error {
 	return nil
 }
 
+// runGangs writes a seeded workload of gangs and single pods on identical
+// 8-GPU nodes: nodes.json and pods.json (gang members carry
+// gpupack.io/gang-name, -size and -min-member), and the same as
+// `gpupack simulate --mode dynamic` inputs (nodes.csv, pods.csv with the
+// gang and gang_min_member columns, node_rank.csv in list order). Gang
+// members are consecutive, in job order.
+func runGangs(args []string) error {
+	fs := flag.NewFlagSet("gangs", flag.ExitOnError)
+	nNodes := fs.Int("nodes", 16, "8-GPU nodes")
+	nJobs := fs.Int("jobs", 60, "jobs (gangs and single pods)")
+	seed := fs.Int64("seed", 1, "workload seed")
+	out := fs.String("out", ".", "output folder")
+	competing := fs.Bool("competing", false, "instead: 2 nodes and two gangs of 3 x 4 GPUs (only one fits), "+
+		"members interleaved a-0, b-0, a-1, ...")
+	fs.Parse(args)
+	rng := newRand(*seed)
+	if *competing {
+		*nNodes = 2
+	}
+	const model, gpus, cpu, mem = "V100M32", 8, int64(96000), int64(786432)
+	var nodes []object
+	nodeRows := [][]string{{"sn", "cpu_milli", "memory_mib", "gpu", "model"}}
+	rank := [][]string{{"node", "rank"}}
+	for i := 0; i < *nNodes; i++ {
+		n := fmt.Sprintf("node-%03d", i)
+		node := nodeObject(n, model, gpus, cpu, mem)
+		// Racks of 8 consecutive nodes, as `simulate --mode dynamic` makes them.
+		meta(node)["labels"].(object)["gpupack.io/rack"] = fmt.Sprintf("rack-%d", i/8)
+		nodes = append(nodes, node)
+		nodeRows = append(nodeRows, []string{n, strconv.FormatInt(cpu, 10), strconv.FormatInt(mem, 10),
+			strconv.Itoa(gpus), model})
+		rank = append(rank, []string{n, strconv.Itoa(i)})
+	}
+	// (members, GPUs per member, milli per GPU): single pods, whole and
+	// fractional, and gangs up to 4 x 8 GPUs.
+	shapes := [][3]int{{1, 1, 1000}, {1, 1, 500}, {1, 2, 1000}, {1, 4, 1000}, {2, 4, 1000}, {2, 8, 1000},
+		{3, 2, 1000}, {4, 8, 1000}, {4, 1, 1000}, {8, 2, 1000}}
+	var pods []object
+	podRows := [][]string{{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gang", "gang_min_member"}}
+	if *competing {
+		for m := 0; m < 3; m++ {
+			for _, g := range []string{"gang-a", "gang-b"} {
+				p := podObject(fmt.Sprintf("%s-%d", g, m), 16000, 65536, 4, 1000, "")
+				ann := meta(p)["annotations"].(object)
+				ann["gpupack.io/gang-name"] = g
+				ann["gpupack.io/gang-size"] = "3"
+				ann["gpupack.io/gang-min-member"] = "3"
+				pods = append(pods, p)
+			}
+		}
+		*nJobs = 0
+	}
+	for j := 0; j < *nJobs; j++ {
+		sh := shapes[rng.intn(len(shapes))]
+		members, per, milli := sh[0], sh[1], sh[2]
+		gang := ""
+		if members > 1 {
+			gang = fmt.Sprintf("job-%03d", j)
+		}
+		for m := 0; m < members; m++ {
+			podName := fmt.Sprintf("job-%03d-%d", j, m)
+			c, mm := int64(4000*per), int64(16384*per)
+			p := podObject(podName, c, mm, per, milli, "")
+			if gang != "" {
+				ann := meta(p)["annotations"].(object)
+				ann["gpupack.io/gang-name"] = gang
+				ann["gpupack.io/gang-size"] = strconv.Itoa(members)
+				ann["gpupack.io/gang-min-member"] = strconv.Itoa(members)
+			}
+			pods = append(pods, p)
+			minMember := ""
+			if gang != "" {
+				minMember = strconv.Itoa(members)
+			}
+			podRows = append(podRows, []string{podName, strconv.FormatInt(c, 10), strconv.FormatInt(mm, 10),
+				strconv.Itoa(per), strconv.Itoa(milli), gang, minMember})
+		}
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	for _, w := range []func() error{
+		func() error { return writeList(*out+"/nodes.json", "NodeList", nodes) },
+		func() error { return writeList(*out+"/pods.json", "PodList", pods) },
+		func() error { return writeCSV(*out+"/nodes.csv", nodeRows) },
+		func() error { return writeCSV(*out+"/pods.csv", podRows) },
+		func() error { return writeCSV(*out+"/node_rank.csv", rank) },
+	} {
+		if err := w(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// A small deterministic generator (SplitMix64), the same on every platform.
+type splitmix struct{ s uint64 }
+
+func newRand(seed int64) *splitmix { return &splitmix{uint64(seed)} }
+func (r *splitmix) next() uint64 {
+	r.s += 0x9e3779b97f4a7c15
+	z := r.s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+func (r *splitmix) intn(n int) int { return int(r.next() % uint64(n)) }
+
 func runSynth(args []string) error {
 	fs := flag.NewFlagSet("synth", flag.ExitOnError)
 	n := fs.Int("nodes", 5000, "nodes")
@@ -316,6 +432,8 @@ type fakeAPI struct {
 	base   int
 	bound  map[string]time.Time // pods bound, and when (for -churn-after)
 	gen    int
+	// bindDelay: each Binding is answered this much later.
+	bindDelay time.Duration
 }
 
 // maxEvents kept for watchers; one that falls further behind gets 410 Gone
@@ -510,6 +628,9 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), 400)
 			return
 		}
+		if r.Method == "POST" && a.bindDelay > 0 {
+			time.Sleep(a.bindDelay)
+		}
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		var ok bool
@@ -566,12 +687,13 @@ func runFakeAPI(args []string) error {
 	portFile := fs.String("port-file", "", "write the listening port here")
 	churnAfter := fs.Duration("churn-after", 0, "delete each pod this long after its bind and add a new pending one")
 	kubeconfig := fs.String("kubeconfig", "", "write a kubeconfig for this API here (after the port file)")
+	bindDelay := fs.Duration("bind-delay", 0, "answer each Binding this much later (a slow API server)")
 	fs.Parse(args)
 	nodes, pods, _, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
 		return err
 	}
-	a := &fakeAPI{rv: 1, nodes: nodes, pods: map[string]object{}, bound: map[string]time.Time{}}
+	a := &fakeAPI{rv: 1, nodes: nodes, pods: map[string]object{}, bound: map[string]time.Time{}, bindDelay: *bindDelay}
 	a.cond = sync.NewCond(&a.mu)
 	for _, p := range pods {
 		a.pods[namespace(p)+"/"+name(p)] = p
@@ -812,6 +934,30 @@ func boundPods(url string) (int, error) {
 	return 0, errors.New("no gpupack_bound_pods in /metrics")
 }
 
+// runMetric prints the value of the series written exactly as -series
+// (name and labels) in the extender's /metrics; an error when absent.
+func runMetric(args []string) error {
+	fs := flag.NewFlagSet("metric", flag.ExitOnError)
+	url := fs.String("extender", "", "the extender's URL prefix")
+	series := fs.String("series", "", `e.g. gpupack_gangs_total{outcome="placed"}`)
+	fs.Parse(args)
+	resp, err := http.Get(strings.TrimRight(*url, "/") + "/metrics")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, *series+" ") {
+			fmt.Println(strings.TrimPrefix(line, *series+" "))
+			return nil
+		}
+	}
+	return fmt.Errorf("no series %s in /metrics", *series)
+}
+
 func post(url string, body interface{}) error {
 	b, _ := json.Marshal(body)
 	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
@@ -839,6 +985,10 @@ func runSchedule(args []string) error {
 	ackedPath := fs.String("acked", "", "append pod,node here as each bind is acknowledged (kept when the extender dies)")
 	pendingFromAPI := fs.Bool("pending-from-api", false, "schedule the pods -api lists without a node, not -pods")
 	statsPath := fs.String("stats", "", "write client-side latency figures here (JSON)")
+	drop := fs.String("drop", "", "never bind this pod (a scheduler that lost it); its row gets no node")
+	asyncGangs := fs.Bool("async-gangs", false, "with -bind extender: bind gang members in the background, as "+
+		"kube-scheduler's binding cycle does (a gang's binds wait for each other); the row of a failed bind "+
+		"gets no node")
 	fs.Parse(args)
 	nodes, pods, byName, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
@@ -864,13 +1014,42 @@ func runSchedule(args []string) error {
 			return err
 		}
 	}
+	var async sync.WaitGroup
+	var asyncMu sync.Mutex
+	var asyncErrs []string
 	for _, pod := range pods {
 		chosen, err := c.filterThenPrioritize(pod, nodes, byName, *full)
 		if err != nil {
 			return fmt.Errorf("pod %s: %v", name(pod), err)
 		}
+		if name(pod) == *drop {
+			chosen = ""
+		}
 		rows = append(rows, []string{name(pod), chosen})
 		if chosen == "" {
+			continue
+		}
+		ann, _ := meta(pod)["annotations"].(object)
+		if _, gang := ann["gpupack.io/gang-name"]; gang && *asyncGangs && *bind == "extender" {
+			row := len(rows) - 1
+			args := bindingArgs{name(pod), namespace(pod), uid(pod), chosen}
+			async.Add(1)
+			go func() {
+				defer async.Done()
+				var r bindingResult
+				_, err := c.send("bind", args, &r)
+				if err == nil && r.Error != "" {
+					err = errors.New(r.Error)
+				}
+				asyncMu.Lock()
+				defer asyncMu.Unlock()
+				if err != nil {
+					rows[row][1] = ""
+					asyncErrs = append(asyncErrs, fmt.Sprintf("pod %s: bind: %v", args.PodName, err))
+				} else if acked != nil {
+					fmt.Fprintf(acked, "%s,%s\n", args.PodName, args.Node)
+				}
+			}()
 			continue
 		}
 		switch *bind {
@@ -918,6 +1097,10 @@ func runSchedule(args []string) error {
 			}
 		}
 	}
+	async.Wait()
+	for _, e := range asyncErrs {
+		fmt.Fprintln(os.Stderr, "scheduler:", e)
+	}
 	if err := writeCSV(*outPath, rows); err != nil {
 		return err
 	}
@@ -963,10 +1146,36 @@ func runVerify(args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ExitOnError)
 	api := fs.String("api", "", "the fake API's URL")
 	ackedPath := fs.String("acked", "acked.csv", "pod,node lines")
+	gangs := fs.Bool("gangs", false, "also: every gang is bound whole (at least its gpupack.io/gang-min-member) or not at all")
 	fs.Parse(args)
 	items, err := listPods(*api)
 	if err != nil {
 		return err
+	}
+	if *gangs {
+		bound, minimum := map[string]int{}, map[string]int{}
+		for _, p := range items {
+			ann, _ := meta(p)["annotations"].(object)
+			g, _ := ann["gpupack.io/gang-name"].(string)
+			if g == "" {
+				continue
+			}
+			m, _ := ann["gpupack.io/gang-min-member"].(string)
+			minimum[g], _ = strconv.Atoi(m)
+			if spec, _ := p["spec"].(object); spec["nodeName"] != nil && spec["nodeName"] != "" {
+				bound[g]++
+			}
+		}
+		whole := 0
+		for g, m := range minimum {
+			if bound[g] != 0 && bound[g] < m {
+				return fmt.Errorf("gang %s: %d members bound, below its minimum %d", g, bound[g], m)
+			}
+			if bound[g] > 0 {
+				whole++
+			}
+		}
+		fmt.Printf("verified: %d gangs, %d bound whole, none partly\n", len(minimum), whole)
 	}
 	boundTo := map[string]string{}
 	milli := map[string]int{} // node/gpu -> milli
