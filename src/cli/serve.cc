@@ -56,6 +56,7 @@ struct ServeFlags {
   std::vector<std::string> scheduler_names = {"gpupack-scheduler"};
   bool accept_request_nodes = false;
   double gang_timeout_s = 20;
+  double gang_bind_wait_s = 8;
   std::vector<std::string> topology_labels;
   std::string pod_groups;
 };
@@ -141,6 +142,7 @@ void run_serve(const ServeFlags& f) {
   so.accept_request_nodes = f.accept_request_nodes;
   so.gang_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.gang_timeout_s * 1000));
   so.topology_labels = f.topology_labels;
+  so.gang_bind_wait = std::chrono::milliseconds(static_cast<int64_t>(f.gang_bind_wait_s * 1000));
   for (const std::string& n : f.scheduler_names)
     if (n != "*") so.scheduler_names.insert(n);
   if (std::find(f.scheduler_names.begin(), f.scheduler_names.end(), "*") != f.scheduler_names.end())
@@ -363,6 +365,11 @@ void add_serve_command(CLI::App& app) {
                   "below the scheduler's extender httpTimeout)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--gang-bind-wait", flags->gang_bind_wait_s,
+                  "seconds a gang member's bind call is held before it is answered (the member stays ready and is "
+                  "bound with its gang); keep it below the scheduler's extender httpTimeout")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
   cmd->add_option("--topology-label", flags->topology_labels,
                   "node label naming a gang locality domain (a rack, a switch); repeat, narrowest first");
   cmd->add_option("--pod-groups", flags->pod_groups,

@@ -811,8 +811,9 @@ void ExtenderService::bind_async(const ExtenderBindingArgs& args, BindDone done)
   } else if (gang->node_of.at(key) != args.node) {
     r.error = fmt::format("pod {} is planned on node {} with its gang {}, not on node {}", key, gang->node_of.at(key),
                           gang->key, args.node);
-  } else if (inflight_.count(key) ||
-             std::any_of(gang->held.begin(), gang->held.end(), [&](const auto& h) { return h.first == key; })) {
+  }
+  auto asked = std::find_if(gang->held.begin(), gang->held.end(), [&](const Gang::Held& h) { return h.key == key; });
+  if (r.error.empty() && (inflight_.count(key) || (asked != gang->held.end() && asked->done))) {
     r.error = fmt::format("pod {}: a bind of this pod is in progress", key);
   }
   if (!r.error.empty()) {
@@ -821,8 +822,14 @@ void ExtenderService::bind_async(const ExtenderBindingArgs& args, BindDone done)
     done(std::move(r));
     return;
   }
-  gang->held.emplace_back(key, std::move(done));
-  gang->deadline = std::chrono::steady_clock::now() + options_.gang_timeout;
+  const auto now = std::chrono::steady_clock::now();
+  if (asked != gang->held.end()) {
+    asked->done = std::move(done);  // asked again after its call was answered
+    asked->since = now;
+  } else {
+    gang->held.push_back({key, std::move(done), now});
+  }
+  gang->deadline = now + options_.gang_timeout;
   if (log_enabled(LogLevel::kDebug))
     log_debug("bind held", {{"pod", key},
                             {"gang", gang->key},
@@ -1068,10 +1075,11 @@ void ExtenderService::release_gang_locked(Gang& g, const std::string& why, Answe
   }
   state_->commit();
   ++mutations_;
-  for (auto& [key, done] : g.held) {
+  for (Gang::Held& h : g.held) {
+    if (!h.done) continue;
     ExtenderBindingResult r;
     r.error = why;
-    answers.emplace_back(std::move(done), std::move(r));
+    answers.emplace_back(std::move(h.done), std::move(r));
   }
   g.held.clear();
 }
@@ -1081,7 +1089,23 @@ void ExtenderService::expire_gangs_locked(Answers& answers) {
   const auto now = std::chrono::steady_clock::now();
   for (auto it = gangs_.begin(); it != gangs_.end();) {
     Gang& g = it->second;
-    if (g.committing || now <= g.deadline) {
+    if (g.committing) {
+      ++it;
+      continue;
+    }
+    if (now <= g.deadline) {
+      // A call held this long is answered before the scheduler gives up on
+      // it; the member stays ready.
+      for (Gang::Held& h : g.held) {
+        if (!h.done || now - h.since <= options_.gang_bind_wait) continue;
+        ExtenderBindingResult r;
+        r.error = fmt::format(
+            "gang {}: {} of the {} members it needs are ready; gpupack binds this pod itself once the rest are "
+            "(the pod is reserved on node {})",
+            g.key, g.held.size() + static_cast<size_t>(g.committed), g.required, g.node_of.at(h.key));
+        answers.emplace_back(std::move(h.done), std::move(r));
+        h.done = nullptr;
+      }
       ++it;
       continue;
     }
@@ -1105,16 +1129,18 @@ void ExtenderService::commit_gang(std::unique_lock<std::mutex>& lock, const std:
     auto git = gangs_.find(gang);
     if (git == gangs_.end() || git->second.held.empty()) return;
     Gang& g = git->second;
-    std::vector<std::pair<std::string, BindDone>> held = std::move(g.held);
+    std::vector<Gang::Held> held = std::move(g.held);
     g.held.clear();
     std::vector<Binder::Item> items;
     std::vector<BindDone> dones;
-    for (auto& [key, done] : held) {
+    for (Gang::Held& h : held) {
+      const std::string& key = h.key;
+      BindDone& done = h.done;
       auto it = pod_index_.find(key);
       ExtenderBindingResult r;
       if (it == pod_index_.end() || pods_[static_cast<size_t>(it->second)].learned != Learned::kReserved) {
         r.error = fmt::format("pod {}: its gang reservation was lost (the pod changed meanwhile)", key);
-        answers.emplace_back(std::move(done), std::move(r));
+        if (done) answers.emplace_back(std::move(done), std::move(r));
         continue;
       }
       const PodId pid{it->second};
@@ -1157,7 +1183,7 @@ void ExtenderService::commit_gang(std::unique_lock<std::mutex>& lock, const std:
         finish_bind_locked(e, PodId{it->second}, items[k].node, items[k].assigned_gpus, false);
         ++bound;
       }
-      answers.emplace_back(std::move(dones[k]), std::move(r));
+      if (dones[k]) answers.emplace_back(std::move(dones[k]), std::move(r));
     }
     git = gangs_.find(gang);
     if (git == gangs_.end()) return;
@@ -1345,7 +1371,7 @@ ServiceMetrics ExtenderService::metrics() const {
       m.gang_reserved_gpu_milli += state_->request(PodId{static_cast<int32_t>(i)}).total_gpu_milli();
   for (const auto& [key, g] : gangs_) {
     m.gangs_waiting += g.committed < g.required;
-    m.gang_binds_held += static_cast<int>(g.held.size());
+    for (const Gang::Held& h : g.held) m.gang_binds_held += h.done ? 1 : 0;
   }
   m.gangs_placed = counters_.gangs_placed;
   m.gangs_timed_out = counters_.gangs_timed_out;

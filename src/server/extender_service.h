@@ -71,7 +71,10 @@
 //   candidate and reserves nothing. bind_async() of a planned member is held
 //   (its done callback kept, no worker held) until the minimum has asked
 //   to bind; then every held member is written by Binder::bind_gang (one
-//   durable intent for all before any Binding) and answered. A plan without
+//   durable intent for all before any Binding) and answered. A held call
+//   is answered with an error after ServiceOptions::gang_bind_wait (before
+//   the scheduler's httpTimeout); the member stays ready, and its Binding is
+//   written with its gang's (the scheduler sees the pod bound). A plan without
 //   progress for ServiceOptions::gang_timeout is dropped by tick(): its
 //   reservations are released and its held binds answered with an error
 //   (the scheduler retries them). Two gangs never both hold GPUs for the
@@ -178,6 +181,10 @@ struct ServiceOptions {
   bool accept_request_nodes = false;
   // A gang plan without progress (a member's bind) for this long is dropped.
   std::chrono::milliseconds gang_timeout{std::chrono::seconds(20)};
+  // A held bind is answered (with an error) after this long so that the
+  // scheduler's call does not time out (gpupack config writes httpTimeout
+  // 10s); the member stays ready and gpupack binds it with its gang.
+  std::chrono::milliseconds gang_bind_wait{std::chrono::seconds(8)};
   // Node labels naming a gang's locality domains, narrowest first (e.g. a
   // rack label, then a switch or block label): a gang that no single node
   // holds is placed inside one domain of the first level that can hold it.
@@ -276,7 +283,14 @@ class ExtenderService {
     int required = 0;                  // binds that commit the plan (minimum less those running)
     std::vector<std::string> members;  // planned pod keys, plan order
     std::map<std::string, std::string> node_of;
-    std::vector<std::pair<std::string, BindDone>> held;
+    // Members that asked to bind, in order; `done` is empty once the call
+    // was answered at gang_bind_wait (the member stays ready).
+    struct Held {
+      std::string key;
+      BindDone done;
+      std::chrono::steady_clock::time_point since;
+    };
+    std::vector<Held> held;
     bool committing = false;
     int committed = 0;  // members written by commits
     std::chrono::steady_clock::time_point deadline;

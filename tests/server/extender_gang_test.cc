@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "io/kubectl.h"
 #include "server/extender_service.h"
+#include "server/http_server.h"
+#include "server/httplib_config.h"
 #include "support/k8s_fixtures.h"
 
 namespace gpupack {
@@ -213,6 +216,31 @@ TEST(ExtenderGang, APlanWithoutProgressTimesOutReleasesItsGpusAndFailsTheHeldBin
   EXPECT_EQ(f.service.metrics().gangs_placed, 1u);
 }
 
+TEST(ExtenderGang, AHeldCallIsAnsweredBeforeTheSchedulersTimeoutAndTheMemberIsStillBoundWithItsGang) {
+  ServiceOptions o;
+  o.gang_bind_wait = std::chrono::milliseconds(30);
+  o.gang_timeout = std::chrono::seconds(30);
+  Fixture f(nodes(2), {member("w0", "job", 3, 4), member("w1", "job", 3, 4), member("w2", "job", 3, 4)}, o);
+  std::map<std::string, std::string> chosen;
+  for (const char* p : {"w0", "w1", "w2"}) chosen[p] = f.passed(p);
+  f.bind("w0", chosen["w0"]);
+  f.bind("w1", chosen["w1"]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  f.service.tick();
+  for (const char* m : {"w0", "w1"}) {
+    ASSERT_TRUE(f.result(m).has_value()) << m;
+    EXPECT_NE(f.result(m)->find("gpupack binds this pod itself"), std::string::npos) << *f.result(m);
+  }
+  EXPECT_EQ(f.service.metrics().gang_binds_held, 0);
+  EXPECT_TRUE(f.service.assignments().empty()) << "nothing is bound before the minimum";
+  f.bind("w2", chosen["w2"]);
+  EXPECT_EQ(f.result("w2"), std::optional<std::string>(""));
+  EXPECT_EQ(f.service.assignments().size(), 3u) << "the members whose calls were answered are bound too";
+  // The scheduler retries w0: already bound there, so success.
+  f.bind("w0", chosen["w0"]);
+  EXPECT_EQ(f.result("w0"), std::optional<std::string>(""));
+}
+
 TEST(ExtenderGang, StopAnswersHeldBindsAndReleasesTheirGpus) {
   Fixture f(nodes(2), {member("w0", "job", 2, 8), member("w1", "job", 2, 8)});
   f.bind("w0", f.passed("w0"));
@@ -273,6 +301,59 @@ TEST(ExtenderGang, PodGroupMinimumFromTheObjectAndTheCoschedulingLabel) {
     }
   }
   EXPECT_EQ(f.service.metrics().gangs_placed, 1u);
+}
+
+// Over HTTP with one verb worker: held binds hold no worker (a gang larger
+// than the pool still binds), and stop() answers a held bind.
+TEST(ExtenderGangHttp, HeldBindsHoldNoWorkerAndStopAnswersThem) {
+  std::vector<json> pods;
+  for (int i = 0; i < 4; ++i) pods.push_back(member("w" + std::to_string(i), "job", 4, 2));
+  pods.push_back(member("x0", "other", 2, 4));
+  pods.push_back(member("x1", "other", 2, 4));
+  Fixture f(nodes(2), pods);
+  LatencyHistogram latency;
+  RequestCounters counters;
+  HttpOptions o;
+  o.port = 0;
+  o.threads = 1;
+  HttpServer server(f.service, o, latency, counters);
+  const int port = server.start();
+  auto post = [port](const std::string& verb, const json& body) {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(10, 0);
+    auto r = c.Post(("/" + verb).c_str(), body.dump(), "application/json");
+    return r ? json::parse(r->body) : json{{"Error", "no reply"}};
+  };
+  auto bind_body = [](const std::string& pod, const std::string& node) {
+    return json{{"PodName", pod}, {"PodNamespace", "ml"}, {"PodUID", "uid-" + pod}, {"Node", node}};
+  };
+  std::vector<std::future<json>> held;
+  for (int i = 0; i < 4; ++i) {
+    const std::string p = "w" + std::to_string(i);
+    const json r = post("filter", json{{"Pod", f.pod(p)}, {"NodeNames", f.names}});
+    ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+    const std::string node = r["NodeNames"][0];
+    if (i < 3) {
+      held.push_back(std::async(std::launch::async, post, "bind", bind_body(p, node)));
+      // Wait until the server holds it (a filter on the one worker still runs).
+      for (int k = 0; k < 200 && f.service.metrics().gang_binds_held < i + 1; ++k)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ASSERT_EQ(f.service.metrics().gang_binds_held, i + 1);
+    } else {
+      EXPECT_EQ(post("bind", bind_body(p, node)).value("Error", ""), "");
+    }
+  }
+  for (auto& h : held) EXPECT_EQ(h.get().value("Error", ""), "");
+  EXPECT_EQ(f.service.assignments().size(), 4u);
+  // A held bind when the server stops is answered, not dropped.
+  const json r = post("filter", json{{"Pod", f.pod("x0")}, {"NodeNames", f.names}});
+  ASSERT_EQ(r["NodeNames"].size(), 1u) << r.dump();
+  auto pending = std::async(std::launch::async, post, "bind", bind_body("x0", r["NodeNames"][0]));
+  for (int k = 0; k < 200 && f.service.metrics().gang_binds_held < 1; ++k)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  server.stop();
+  EXPECT_NE(pending.get().value("Error", "").find("stopping"), std::string::npos);
+  EXPECT_EQ(f.service.metrics().gang_reserved_gpu_milli, 0);
 }
 
 }  // namespace
