@@ -201,6 +201,14 @@ void run_serve(const ServeFlags& f) {
     w.relist_s = f.resync_s;
     watch = std::make_unique<ClusterWatch>(*client, service, w);
     watch->start();  // lists (or throws), then watches
+    // Gang minimums are known before the first call (then every 10 s).
+    std::map<std::string, int> groups;
+    std::string group_error;
+    if (list_pod_groups(*client, groups, &group_error)) {
+      service.set_pod_groups(std::move(groups));
+    } else {
+      log_warn("pod groups not listed", {{"error", group_error}});
+    }
     service.set_binder(binder.get());
   }
 
@@ -244,7 +252,7 @@ void run_serve(const ServeFlags& f) {
   uint64_t written = service.mutation_count();
   std::string reported_error, group_error;
   std::vector<std::string> reported_notes;
-  auto next_groups = std::chrono::steady_clock::now();
+  auto next_groups = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!g_stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     service.tick();  // gang and assumption timeouts; gang members a crash left unbound

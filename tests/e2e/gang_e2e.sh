@@ -8,7 +8,8 @@
 #     order, node ranks and racks) places it, for each policy; every gang
 #     bound whole or not at all; nothing reserved at the end.
 #  2. competing gangs: two gangs of 3 x 4 GPUs on 16 GPUs, members
-#     interleaved: one gang bound whole, the other no member and no GPU.
+#     interleaved: one gang bound whole, the other no member and no GPU;
+#     pod groups in scheduler-plugins' form with minMember from the API.
 #  3. timeout: a gang whose last member never asks to bind: after
 #     --gang-timeout its held binds fail, no member is bound, no GPU held.
 #  4. kill -9 while a gang's Bindings are being written (slow API): after a
@@ -95,6 +96,21 @@ b=$(grep -c '^gang-b-[0-9],node' "$d/got.csv" || true)
 expect_metric gpupack_gang_reserved_gpus 0 competing
 expect_metric 'gpupack_gangs_total{outcome="placed"}' 1 competing
 echo "ok competing: gang-a bound whole, gang-b holds nothing"
+stop_all
+
+# 2b. Pod groups in scheduler-plugins' form, minMember from the API's PodGroups.
+d="$work/coscheduling"
+"$sched" gangs -coscheduling -out "$d"
+start_fake_api "$sched" "$d" -podgroups "$d/podgroups.json"
+serve "$d" "$d/serve.log" --policy bestfit
+"$sched" schedule -extender "$ext" -nodes "$d/nodes.json" -pods "$d/pods.json" -bind extender -async-gangs \
+  -out "$d/got.csv"
+short=$(grep -c '^pg-short-[0-9],node' "$d/got.csv" || true)
+ok=$(grep -c '^pg-ok-[0-9],node' "$d/got.csv" || true)
+[ "$short" -eq 0 ] && [ "$ok" -eq 2 ] ||
+  { echo "FAIL coscheduling: pg-short $short bound (minMember 4, 3 pods: expected 0), pg-ok $ok of 2" >&2; exit 1; }
+expect_metric gpupack_gang_reserved_gpus 0 coscheduling
+echo "ok coscheduling: PodGroup minMember read from the API (3 of 4 members wait, 2 of 2 bind)"
 stop_all
 
 # 3. A member that never binds: the gang times out and holds nothing.

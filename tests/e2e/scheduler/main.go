@@ -292,11 +292,14 @@ func runGangs(args []string) error {
 	nJobs := fs.Int("jobs", 60, "jobs (gangs and single pods)")
 	seed := fs.Int64("seed", 1, "workload seed")
 	out := fs.String("out", ".", "output folder")
+	coscheduling := fs.Bool("coscheduling", false, "instead: 2 nodes and pod groups in scheduler-plugins' form "+
+		"(label scheduling.x-k8s.io/pod-group, podgroups.json with minMember): pg-short has 3 pods and "+
+		"minMember 4, pg-ok 2 pods and minMember 2")
 	competing := fs.Bool("competing", false, "instead: 2 nodes and two gangs of 3 x 4 GPUs (only one fits), "+
 		"members interleaved a-0, b-0, a-1, ...")
 	fs.Parse(args)
 	rng := newRand(*seed)
-	if *competing {
+	if *competing || *coscheduling {
 		*nNodes = 2
 	}
 	const model, gpus, cpu, mem = "V100M32", 8, int64(96000), int64(786432)
@@ -319,6 +322,29 @@ func runGangs(args []string) error {
 		{3, 2, 1000}, {4, 8, 1000}, {4, 1, 1000}, {8, 2, 1000}}
 	var pods []object
 	podRows := [][]string{{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gang", "gang_min_member"}}
+	if *coscheduling {
+		var groups []object
+		for _, g := range []struct {
+			name          string
+			pods, minimum int
+		}{{"pg-short", 3, 4}, {"pg-ok", 2, 2}} {
+			for m := 0; m < g.pods; m++ {
+				p := podObject(fmt.Sprintf("%s-%d", g.name, m), 8000, 32768, 2, 1000, "")
+				meta(p)["labels"] = object{"scheduling.x-k8s.io/pod-group": g.name}
+				pods = append(pods, p)
+			}
+			groups = append(groups, object{"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+				"metadata": object{"name": g.name, "namespace": "default"},
+				"spec":     object{"minMember": g.minimum}})
+		}
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return err
+		}
+		if err := writeList(*out+"/podgroups.json", "PodGroupList", groups); err != nil {
+			return err
+		}
+		*nJobs = 0
+	}
 	if *competing {
 		for m := 0; m < 3; m++ {
 			for _, g := range []string{"gang-a", "gang-b"} {
@@ -434,6 +460,7 @@ type fakeAPI struct {
 	gen    int
 	// bindDelay: each Binding is answered this much later.
 	bindDelay time.Duration
+	podGroups []byte // a PodGroupList (scheduler-plugins); nil = that API is not installed (404)
 }
 
 // maxEvents kept for watchers; one that falls further behind gets 410 Gone
@@ -608,6 +635,9 @@ func (a *fakeAPI) churn(after time.Duration) {
 func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	switch {
+	case r.Method == "GET" && path == "/apis/scheduling.x-k8s.io/v1alpha1/podgroups" && a.podGroups != nil:
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(a.podGroups)
 	case r.Method == "GET" && (path == "/api/v1/nodes" || path == "/api/v1/pods"):
 		kind := strings.TrimPrefix(path, "/api/v1/")
 		if w1 := r.URL.Query().Get("watch"); w1 == "1" || w1 == "true" {
@@ -688,6 +718,7 @@ func runFakeAPI(args []string) error {
 	churnAfter := fs.Duration("churn-after", 0, "delete each pod this long after its bind and add a new pending one")
 	kubeconfig := fs.String("kubeconfig", "", "write a kubeconfig for this API here (after the port file)")
 	bindDelay := fs.Duration("bind-delay", 0, "answer each Binding this much later (a slow API server)")
+	podGroups := fs.String("podgroups", "", "serve this PodGroup list at /apis/scheduling.x-k8s.io/v1alpha1/podgroups")
 	fs.Parse(args)
 	nodes, pods, _, err := readCluster(*nodesPath, *podsPath)
 	if err != nil {
@@ -697,6 +728,11 @@ func runFakeAPI(args []string) error {
 	a.cond = sync.NewCond(&a.mu)
 	for _, p := range pods {
 		a.pods[namespace(p)+"/"+name(p)] = p
+	}
+	if *podGroups != "" {
+		if a.podGroups, err = os.ReadFile(*podGroups); err != nil {
+			return err
+		}
 	}
 	if *churnAfter > 0 {
 		go a.churn(*churnAfter)
@@ -1030,7 +1066,12 @@ func runSchedule(args []string) error {
 			continue
 		}
 		ann, _ := meta(pod)["annotations"].(object)
-		if _, gang := ann["gpupack.io/gang-name"]; gang && *asyncGangs && *bind == "extender" {
+		labels, _ := meta(pod)["labels"].(object)
+		_, gang := ann["gpupack.io/gang-name"]
+		if _, group := labels["scheduling.x-k8s.io/pod-group"]; group {
+			gang = true
+		}
+		if gang && *asyncGangs && *bind == "extender" {
 			row := len(rows) - 1
 			args := bindingArgs{name(pod), namespace(pod), uid(pod), chosen}
 			async.Add(1)
