@@ -7,14 +7,17 @@ CMAKE_FLAGS ?=
 # Sanitizer builds: no optimisation beyond -O1, little debug info (fast to build).
 SAN_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 -DGPUPACK_BUILD_BENCH=OFF
 
-.PHONY: all deps configure build demo test test-release test-asan test-tsan lint format format-check tidy bench clean
+.PHONY: all deps deps-build configure build demo test test-release test-asan test-tsan lint format format-check tidy bench clean
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
-configure: deps
+deps-build:
+	@bash scripts/install-deps.sh build
+
+configure: deps-build
 	@cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > /dev/null
 
 build: configure
@@ -25,7 +28,7 @@ build: configure
 demo: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target gpupack
 	@./$(BUILD_DIR)/gpupack simulate --policy all --seeds 42-44 --out report
-	@echo "report written to report/ (curves.csv, summary.json, allocation.svg)"
+	@echo "report written to report/ (report.html: open it in a browser; curves.csv, summary.json, allocation.svg)"
 
 # Every test: the release build's unit, golden (openb) and Prometheus tests;
 # the unit tests and the fuzz target under ASan + UBSan; the threaded tests
@@ -33,7 +36,7 @@ demo: configure
 test: test-release test-asan test-tsan lint
 	@echo "make test: all checks passed"
 
-test-release: build
+test-release: deps build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: deps
@@ -58,7 +61,7 @@ format-check: deps
 tidy: deps
 	@bash scripts/lint.sh tidy $(ASAN_DIR)
 
-test-fast: build
+test-fast: deps build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit
 
 bench: build

@@ -3,14 +3,21 @@
 # Only packages that are missing are installed; running it twice is a no-op.
 set -euo pipefail
 
-PACKAGES=(
+# Usage: install-deps.sh [build]   ("build": only what building gpupack
+# needs, for `make demo`; default: also the tools the tests run).
+BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libyaml-cpp-dev libcpp-httplib-dev libcli11-dev libfmt-dev
-  clang libclang-rt-14-dev prometheus libcurl4-openssl-dev libglpk-dev
-  libsimdjson-dev libssl-dev
-  ccache clang-format clang-tidy golang-go
+  libcurl4-openssl-dev libglpk-dev libsimdjson-dev libssl-dev ccache
 )
+# Real parts the tests drive: sanitizer builds and lint (clang), Prometheus,
+# a Go kube-scheduler stand-in, headless Chromium for the GPU map pages.
+TEST_PACKAGES=(
+  clang libclang-rt-14-dev clang-format clang-tidy prometheus golang-go chromium
+)
+PACKAGES=("${BUILD_PACKAGES[@]}")
+if [ "${1:-all}" != build ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

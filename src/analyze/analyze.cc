@@ -1,5 +1,7 @@
 #include "analyze/analyze.h"
 
+#include "analyze/gpu_map.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -65,6 +67,12 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
   r.nodes = m.node_count;
   r.bound_pods = m.bound_pods;
   for (const K8sPod* p : pending) ++r.pending_by_reason[pending_reason(state, nodes, *p)];
+  {
+    std::vector<std::string> names;
+    names.reserve(pods.size());
+    for (const K8sPod& p : pods) names.push_back(p.key());
+    r.gpu_map = gpu_map_json(state, m, *target, names, r.pending_by_reason);
+  }
 
   std::map<std::string, PoolReport> pools;
   std::map<std::string, int> nodes_per_model;
@@ -221,6 +229,24 @@ std::string format_text(const AnalysisReport& r) {
   }
   out += "\ndefragmentation plan: " + (r.defrag.available ? r.defrag.plan.dump(1) : r.defrag.note) + "\n";
   return out;
+}
+
+std::string format_html(const AnalysisReport& r, const std::string& title) {
+  std::string page = gpu_map_page(title, &r.gpu_map);
+  std::string text;
+  for (char ch : format_text(r)) {
+    if (ch == '<') {
+      text += "&lt;";
+    } else if (ch == '&') {
+      text += "&amp;";
+    } else {
+      text += ch;
+    }
+  }
+  const std::string report = "<h2>Report</h2><pre>" + text + "</pre>";
+  const size_t end = page.rfind("</body>");
+  page.insert(end, report);
+  return page;
 }
 
 }  // namespace gpupack

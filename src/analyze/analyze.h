@@ -82,6 +82,7 @@ struct AnalysisReport {
   int nodes = 0;
   int bound_pods = 0;
   DefragReport defrag;
+  nlohmann::json gpu_map;  // analyze/gpu_map.h: every node and GPU, for --format html
 };
 
 // The defragmentation planner hook: given the rebuilt state and the pods
@@ -94,6 +95,8 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
                                const DcgmObservations* dcgm);
 
 std::string format_text(const AnalysisReport& r);
+// One self-contained page: the GPU map and the text report.
+std::string format_html(const AnalysisReport& r, const std::string& title);
 nlohmann::json to_json(const AnalysisReport& r);
 
 }  // namespace gpupack

@@ -64,7 +64,9 @@ void run_analyze(const AnalyzeFlags& f) {
   }
   AnalysisReport r = analyze_cluster(nodes, pods, obs ? &*obs : nullptr);
   r.unattributed.insert(r.unattributed.end(), claim_notes.begin(), claim_notes.end());
-  const std::string text = f.format == "json" ? to_json(r).dump(2) + "\n" : format_text(r);
+  const std::string text = f.format == "json"   ? to_json(r).dump(2) + "\n"
+                           : f.format == "html" ? format_html(r, "gpupack analyze: GPU map")
+                                                : format_text(r);
   if (f.out.empty()) {
     fmt::print("{}", text);
   } else {
@@ -89,11 +91,18 @@ void add_analyze_command(CLI::App& app) {
                   "read the live cluster with this kubeconfig (default: KUBECONFIG, ~/.kube/config, in-cluster)");
   cmd->add_option("--context", flags->context, "kubeconfig context to use instead of current-context");
   cmd->add_option("--dcgm", flags->dcgm, "a dcgm-exporter /metrics scrape");
-  cmd->add_option("--format", flags->format, "text or json")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"text", "json"}));
+  CLI::Option* format =
+      cmd->add_option("--format", flags->format,
+                      "text, json or html (one self-contained page: the GPU map and the report); default: html when "
+                      "--out ends in .html, else text")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"text", "json", "html"}));
   cmd->add_option("-o,--out", flags->out, "write the report here instead of standard output");
-  cmd->callback([flags] { run_analyze(*flags); });
+  cmd->callback([flags, format] {
+    const std::string& out = flags->out;
+    if (format->count() == 0 && out.size() > 5 && out.compare(out.size() - 5, 5, ".html") == 0) flags->format = "html";
+    run_analyze(*flags);
+  });
 }
 
 }  // namespace gpupack::cli

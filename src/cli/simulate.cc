@@ -7,12 +7,17 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "analyze/gpu_map.h"
 #include "cli/commands.h"
 #include "cli/simulate_dynamic.h"
 #include "defrag/methods.h"
+#include "frag/cluster_metrics.h"
 #include "io/hw_input.h"
 #include "io/input_error.h"
 #include "io/openb.h"
@@ -81,6 +86,50 @@ class ProgressLine {
   bool printed_done_ = false;
   std::chrono::steady_clock::time_point last_{};
 };
+
+// One self-contained page: the comparison table, the allocation and
+// fragmentation curves, and each policy's GPU map after its arrivals (first
+// seed; a selector switches between them).
+void write_report_html(const std::string& path, const std::vector<PolicySummary>& summary,
+                       const std::vector<std::string>& policies, const std::map<size_t, nlohmann::json>& maps,
+                       const std::string& title, bool defrag) {
+  nlohmann::json by_policy = nlohmann::json::object();
+  for (const auto& [p, map] : maps) by_policy[policies.at(p)] = map;
+  const std::string first = maps.empty() ? "" : policies.at(maps.begin()->first);
+  std::string page = gpu_map_page(title, maps.empty() ? nullptr : &maps.begin()->second);
+  auto esc = [](const std::string& text) {
+    std::string out;
+    for (char ch : text) out += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
+    return out;
+  };
+  std::string head =
+      "<div class=\"report-head\"><h2>Policies</h2><pre>" + esc(format_comparison_table(summary)) + "</pre>";
+  if (defrag) head += "<pre>" + esc(format_defrag_table(summary)) + "</pre>";
+  head += "<div>" + allocation_svg(summary, "GPU allocation vs arrived workload") + "</div><div>" +
+          fragmentation_svg(summary, "Fragmentation vs arrived workload") + "</div></div>";
+  std::string select = "<h2>GPU map after the arrivals (first seed) <select id=\"policy\" onchange=\"pick()\">";
+  for (const auto& [p, map] : maps) select += "<option>" + esc(policies.at(p)) + "</option>";
+  std::string data = by_policy.dump();
+  std::string safe;
+  for (char ch : data) safe += ch == '<' ? std::string("\\u003c") : std::string(1, ch);
+  select += "</select></h2><script>const MAPS=" + safe +
+            ";function pick(){const p=document.getElementById('policy').value;DATA_OF=MAPS[p];render(MAPS[p]);}"
+            "var DATA_OF=null;</script>";
+  // Before the map's tools: the tables and charts, then the selector.
+  const size_t tools = page.find("<div class=\"tools\">");
+  page.insert(tools, head + select);
+  // redraw() (filter, sort) draws the chosen policy's map.
+  const size_t end = page.rfind("</body>");
+  // report.html#map-only shows the map alone (a link for sharing it).
+  page.insert(end,
+              "<script>redraw=function(){render(DATA_OF||DATA);};if(location.hash==='#map-only')"
+              "document.querySelectorAll('.report-head').forEach(e=>e.style.display='none');</script>");
+  auto out = std::ofstream(path);
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
+  out << page;
+  if (!out) throw std::runtime_error(fmt::format("{}: write failed", path));
+  (void)first;
+}
 
 void run_simulate(const SimulateFlags& f) {
   if (f.cluster.empty() && f.workload.empty() && f.nodes.empty() != f.pods.empty())
@@ -158,6 +207,31 @@ void run_simulate(const SimulateFlags& f) {
     fmt::print("cluster: {} ({} nodes, {} GPUs); workload: {} ({} pods); tune {}; seeds {}; policies {}\n",
                cluster_label, spec.nodes.size(), ClusterState(spec.nodes).total_gpus(), workload_label,
                spec.trace.size(), spec.tune, f.seeds, f.policy);
+  // report.html: the GPU map of each policy's first seed after its arrivals.
+  std::mutex maps_mu;
+  std::map<size_t, nlohmann::json> maps;  // policy index -> map
+  std::shared_ptr<const TargetWorkload> map_target;
+  if (!f.out.empty()) {
+    map_target = std::make_shared<const TargetWorkload>(
+        TargetWorkload::from_requests(spec.trace.requests, spec.trace.model_keys));
+    spec.on_final_state = [&, seeds = spec.seeds.size()](size_t job, const ClusterState& state,
+                                                         std::span<const std::string> names) {
+      if (job % seeds != 0) return;
+      // Stranded = no class of the workload could use the free capacity.
+      std::vector<Request> probes;
+      for (const TargetClass& c : map_target->classes) {
+        Request r;
+        r.cpu_milli = c.cpu_milli;
+        r.gpu_count = c.gpu_count;
+        r.gpu_milli = c.gpu_milli;
+        r.allowed_models = c.allowed_models;
+        probes.push_back(r);
+      }
+      nlohmann::json map = gpu_map_json(state, cluster_metrics(state, *map_target, probes), *map_target, names);
+      std::lock_guard lock(maps_mu);
+      maps[job / seeds] = std::move(map);
+    };
+  }
   ProgressLine progress(!f.quiet);
   const auto runs = run_experiment(spec, [&](const ExperimentProgress& p) { progress.update(p); });
   const auto summary = summarize(runs);
@@ -171,7 +245,10 @@ void run_simulate(const SimulateFlags& f) {
     write_summary_json(dir + "summary.json", runs, summary, cluster_label, workload_label, spec.tune);
     write_allocation_svg(dir + "allocation.svg", summary,
                          fmt::format("GPU allocation vs arrived workload: {}", workload_label));
-    std::vector<std::string> files = {"curves.csv", "summary.json", "allocation.svg"};
+    write_report_html(dir + "report.html", summary, spec.policies, maps,
+                      fmt::format("gpupack simulate: {} on {}", workload_label, cluster_label),
+                      spec.defrag.has_value());
+    std::vector<std::string> files = {"curves.csv", "summary.json", "allocation.svg", "report.html"};
     if (spec.fixed_order) {
       std::vector<std::string> node_names;
       for (const NodeSpec& n : spec.nodes) node_names.push_back(n.name);

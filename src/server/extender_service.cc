@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "analyze/cluster_model.h"
+#include "analyze/gpu_map.h"
 #include "io/pod_resources.h"
 #include "policy/registry.h"
 #include "sched/filter.h"
@@ -1348,6 +1349,24 @@ uint64_t ExtenderService::mutation_count() const {
 
 ServiceMetrics ExtenderService::metrics() const {
   std::lock_guard lock(mu_);
+  return metrics_locked();
+}
+
+nlohmann::json ExtenderService::gpu_map() const {
+  std::lock_guard lock(mu_);
+  const ServiceMetrics m = metrics_locked();
+  std::vector<std::string> names;
+  names.reserve(pods_.size());
+  for (const PodEntry& e : pods_)
+    names.push_back(e.pod.key() + (e.learned == Learned::kAssumed    ? " (assumed)"
+                                   : e.learned == Learned::kReserved ? " (reserved for its gang)"
+                                                                     : ""));
+  std::map<std::string, int> reasons;
+  for (const ServiceMetrics::Pending& p : m.pending) ++reasons[p.reason];
+  return gpu_map_json(*state_, m, *target_, names, reasons);
+}
+
+ServiceMetrics ExtenderService::metrics_locked() const {
   const auto now = std::chrono::steady_clock::now();
   // Pending pods and their reasons (the engine's failed dimension).
   std::vector<size_t> pending;

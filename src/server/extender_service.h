@@ -224,6 +224,8 @@ class ExtenderService {
   void stop_gangs(const std::string& why);
 
   ServiceMetrics metrics() const;
+  // The GPU map of the model (analyze/gpu_map.h) for /ui.
+  nlohmann::json gpu_map() const;
   bool ready() const;
   std::vector<std::string> unattributed() const;
 
@@ -302,6 +304,7 @@ class ExtenderService {
   };
 
   Carried carry_locked() const;
+  ServiceMetrics metrics_locked() const;
   void load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod> pods, std::vector<nlohmann::json> pod_objects,
                    const Carried& carried);
   void swap_model_locked(ExtenderService& other);

@@ -3,6 +3,8 @@
 // TLS (OpenSSL on the non-blocking sockets). See http_server.h.
 #include "server/http_server.h"
 
+#include "analyze/gpu_map.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <malloc.h>
@@ -939,7 +941,7 @@ struct HttpServer::Impl {
 
   // ---- routing ------------------------------------------------------------
 
-  enum class Route { kHealth, kMetrics, kReady, kVerb, kNone };
+  enum class Route { kHealth, kMetrics, kReady, kVerb, kUi, kUiState, kNone };
 
   void dispatch(Conn& c) {
     HttpRequest& r = c.req;
@@ -953,6 +955,10 @@ struct HttpServer::Impl {
     if (options.serve_metrics && (r.path == "/healthz" || r.path == "/readyz" || r.path == "/metrics")) {
       known_path = true;
       if (get) route = r.path == "/healthz" ? Route::kHealth : r.path == "/readyz" ? Route::kReady : Route::kMetrics;
+    }
+    if (options.serve_metrics && (r.path == "/ui" || r.path == "/ui/" || r.path == "/ui/state.json")) {
+      known_path = true;
+      if (get) route = r.path == "/ui/state.json" ? Route::kUiState : Route::kUi;
     }
     const std::string& pre = options.url_prefix;
     if (options.serve_extender && r.path.size() > pre.size() + 1 && r.path.compare(0, pre.size(), pre) == 0 &&
@@ -972,7 +978,9 @@ struct HttpServer::Impl {
       send_reply(c, std::move(rep));
       return;
     }
-    if ((route == Route::kVerb || route == Route::kMetrics) && !token_ok(r)) {
+    // The /ui page holds no data (it is open, like a login page); its data,
+    // /ui/state.json, needs the token as /metrics does.
+    if ((route == Route::kVerb || route == Route::kMetrics || route == Route::kUiState) && !token_ok(r)) {
       Reply rep = json_error(401, "a valid bearer token is required");
       rep.extra_headers = "WWW-Authenticate: Bearer\r\n";
       send_reply(c, std::move(rep));
@@ -1008,6 +1016,21 @@ struct HttpServer::Impl {
               guarded([&] { return render_metrics(service.metrics(), latency, counters) + render_process_metrics(); },
                       &rep.status);
           if (rep.status != 200) rep.content_type = "application/json";
+          worker_reply(*cp, std::move(rep));
+        });
+        return;
+      case Route::kUi: {
+        Reply rep;
+        rep.content_type = "text/html; charset=utf-8";
+        rep.body = gpu_map_page("gpupack: GPU map", nullptr, "/ui/state.json", 2);
+        send_reply(c, std::move(rep));
+        return;
+      }
+      case Route::kUiState:
+        metrics_pool->post([this, cp] {
+          Reply rep;
+          rep.content_type = "application/json";
+          rep.body = guarded([&] { return service.gpu_map().dump(); }, &rep.status);
           worker_reply(*cp, std::move(rep));
         });
         return;

@@ -4,7 +4,11 @@
 // - Routes (POST): <prefix>/filter, <prefix>/prioritize, <prefix>/bind,
 //   <prefix>/preempt, answering with the extender wire types (exact keys).
 //   GET /metrics (Prometheus text 0.0.4), /healthz (always 200 while the
-//   process serves), /readyz (200 once the cluster model is loaded, else 503).
+//   process serves), /readyz (200 once the cluster model is loaded, else 503),
+//   /ui (the GPU map page, analyze/gpu_map.h) and /ui/state.json (its data).
+// - bind may be answered later than its worker returns (a gang member waits
+//   for its gang, ExtenderService::bind_async): no worker is held meanwhile;
+//   stop() first has the service answer every held bind.
 // - Input errors never crash the server and never change state: a body that
 //   is not valid wire JSON or names an unknown GPU resource gets 400 with
 //   {"Error": "<what, with the field path>"}; unknown paths 404, a known path
@@ -36,9 +40,10 @@
 //   change (connections made after that use them; a pair that does not load
 //   keeps the previous one and is reported on stderr). With
 //   tls_client_ca_file, a client must present a certificate signed by that CA.
-// - token_file: when set, the verbs and /metrics need "Authorization: Bearer
-//   <token>" equal to the file's content (whitespace-trimmed; re-read on
-//   change), else 401. /healthz and /readyz stay open (probes).
+// - token_file: when set, the verbs, /metrics and /ui/state.json need
+//   "Authorization: Bearer <token>" equal to the file's content
+//   (whitespace-trimmed; re-read on change), else 401. /healthz, /readyz and
+//   the /ui page (no data) stay open.
 // - Every extender call is timed from the complete body to the serialised
 //   reply and recorded in latency() (gpupack_decision_duration_seconds).
 // - start() raises glibc's mmap/trim thresholds (process-wide) so that the

@@ -90,8 +90,14 @@ std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
           if (progress) progress(state);
         };
         std::function<void(ClusterState&, StaticRunResult&)> after;
-        if (spec.defrag || (job == 0 && !spec.save_state_path.empty())) {
+        if (spec.defrag || spec.on_final_state || (job == 0 && !spec.save_state_path.empty())) {
           after = [&, job, s, rank](ClusterState& st, StaticRunResult& res) {
+            if (spec.on_final_state) {
+              std::vector<std::string> names;
+              names.reserve(orders[s].size());
+              for (int32_t i : orders[s]) names.push_back(spec.trace.names.at(static_cast<size_t>(i)));
+              spec.on_final_state(job, st, names);
+            }
             if (job == 0 && !spec.save_state_path.empty()) save_arrival_state(spec, orders[s], arrivals[s], st, res);
             if (spec.defrag)
               res.defrag = defrag_after_arrivals(st, arrivals[s], res.placements, *policy, rank, *spec.defrag);

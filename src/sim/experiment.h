@@ -10,6 +10,7 @@
 // or an empty cluster before any job starts.
 // With `defrag`, every run defragments after its arrivals and retries its
 // failed pods (sim/static_defrag.h); the outcome is in StaticRunResult::defrag.
+// Job j is (policy j / seeds, seed j % seeds).
 // With `save_state_path`, the first job (first policy, first seed) writes its
 // state after the arrivals as a gpupack-state/v1 snapshot (defrag/snapshot.h;
 // failed arrivals as pending pods), before any defragmentation.
@@ -17,6 +18,7 @@
 
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,10 @@ struct ExperimentSpec {
   int threads = 0;
   std::optional<StaticDefragSpec> defrag;
   std::string save_state_path;
+  // Called for every job with its state after the arrivals (before any
+  // defragmentation) and the arrivals' pod names (PodId i = arrival i), from
+  // the worker threads (it must be thread-safe).
+  std::function<void(size_t job, const ClusterState& state, std::span<const std::string> pod_names)> on_final_state;
 };
 
 struct ExperimentProgress {

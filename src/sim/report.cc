@@ -83,14 +83,20 @@ std::string format_comparison_table(const std::vector<PolicySummary>& summary) {
                                 "@100%", "@110%", "@130%", "frag@130", "failed", "wall s");
   out += fmt::format("{:<14} {:>6} {:>31} {:>8} {:>9} {:>9}\n", "", "", "GPU allocation % at arrived", "%", "pods",
                      "per run");
+  // The best allocation where the runs ended (a run stops short of 130 %
+  // arrived when --tune is below 1.3); "-" where a run never got there.
   size_t best = 0;
   for (size_t i = 1; i < summary.size(); ++i)
-    if (at(summary[i].mean.alloc_pct, 130) > at(summary[best].mean.alloc_pct, 130)) best = i;
+    if (summary[i].mean_final_alloc_pct > summary[best].mean_final_alloc_pct) best = i;
+  auto cell = [](double v, int width) {
+    return std::isnan(v) ? fmt::format("{:>{}}", "-", width) : fmt::format("{:>{}.2f}", v, width);
+  };
   for (size_t i = 0; i < summary.size(); ++i) {
     const PolicySummary& s = summary[i];
-    out += fmt::format("{:<14} {:>6} {:>7.2f} {:>7.2f} {:>7.2f} {:>7.2f} {:>8.2f} {:>9.1f} {:>9.3f}{}\n", s.policy,
-                       s.seeds, at(s.mean.alloc_pct, 90), at(s.mean.alloc_pct, 100), at(s.mean.alloc_pct, 110),
-                       at(s.mean.alloc_pct, 130), at(s.mean.frag_pct, 130), s.mean_failed_pods, s.mean_wall_seconds,
+    out += fmt::format("{:<14} {:>6} {} {} {} {} {} {:>9.1f} {:>9.3f}{}\n", s.policy, s.seeds,
+                       cell(at(s.mean.alloc_pct, 90), 7), cell(at(s.mean.alloc_pct, 100), 7),
+                       cell(at(s.mean.alloc_pct, 110), 7), cell(at(s.mean.alloc_pct, 130), 7),
+                       cell(at(s.mean.frag_pct, 130), 8), s.mean_failed_pods, s.mean_wall_seconds,
                        i == best && summary.size() > 1 ? "  <- best" : "");
   }
   return out;
@@ -171,8 +177,17 @@ namespace {
 
 // One chart panel: x = arrived % in [x_lo, x_hi], y = allocation % in
 // [y_lo, y_hi], one polyline per policy.
+// "94.42% at 130": the curve's last defined point (a run stops short of 130 %
+// arrived when its workload does).
+std::string last_point(const std::vector<double>& curve) {
+  for (int k = kMaxArrivedPct; k >= 0; --k)
+    if (!std::isnan(at(curve, k))) return fmt::format("{:.2f}% at {}", at(curve, k), k);
+  return "no data";
+}
+
 std::string svg_panel(const std::vector<PolicySummary>& summary, double left, double top, double width, double height,
-                      int x_lo, int x_hi, int x_step, int y_lo, int y_hi, int y_step, const std::string& caption) {
+                      int x_lo, int x_hi, int x_step, int y_lo, int y_hi, int y_step, const std::string& caption,
+                      bool fragmentation = false) {
   static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   auto x = [&](double pct) { return left + (pct - x_lo) / (x_hi - x_lo) * width; };
@@ -199,7 +214,7 @@ std::string svg_panel(const std::vector<PolicySummary>& summary, double left, do
   for (size_t i = 0; i < summary.size(); ++i) {
     std::string points;
     for (int k = x_lo; k <= x_hi; ++k) {
-      const double v = at(summary[i].mean.alloc_pct, k);
+      const double v = at(fragmentation ? summary[i].mean.frag_pct : summary[i].mean.alloc_pct, k);
       if (!std::isnan(v)) points += fmt::format("{:.1f},{:.1f} ", x(k), y(v));
     }
     svg += fmt::format(
@@ -213,6 +228,40 @@ std::string svg_panel(const std::vector<PolicySummary>& summary, double left, do
 
 void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary,
                           const std::string& title) {
+  auto out = open_output(path);
+  out << allocation_svg(summary, title);
+  close_output(out, path);
+}
+
+std::string fragmentation_svg(const std::vector<PolicySummary>& summary, const std::string& title) {
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  constexpr double kTop = 50, kHeight = 300, kLeft = 60, kWidth = 520, kLegend = kLeft + kWidth + 20;
+  double highest = 1;
+  for (const PolicySummary& s : summary)
+    for (int k = 0; k <= kMaxArrivedPct; ++k)
+      if (!std::isnan(at(s.mean.frag_pct, k))) highest = std::max(highest, at(s.mean.frag_pct, k));
+  const int y_hi = std::min(100, static_cast<int>(std::ceil(highest / 10.0)) * 10);
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">{}</text>\n"
+      "<text transform=\"translate(18,{}) rotate(-90)\" text-anchor=\"middle\">fragmentation (% of capacity)</text>\n",
+      kLegend + 230, kTop + kHeight + 60, (kLegend + 230) / 2, title, kTop + kHeight / 2);
+  svg += svg_panel(summary, kLeft, kTop, kWidth, kHeight, 0, kMaxArrivedPct, 10, 0, y_hi, y_hi >= 50 ? 10 : 5,
+                   "arrived workload (% of cluster GPU capacity)", true);
+  for (size_t i = 0; i < summary.size(); ++i) {
+    const double ly = kTop + 10 + 20.0 * static_cast<double>(i);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
+        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7})</text>\n",
+        kLegend, ly, kLegend + 25, kColors[i % std::size(kColors)], kLegend + 31, ly + 4, summary[i].policy,
+        last_point(summary[i].mean.frag_pct));
+  }
+  return svg + "</svg>\n";
+}
+
+std::string allocation_svg(const std::vector<PolicySummary>& summary, const std::string& title) {
   static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   // Left: the whole run (0..130 % arrived, 0..100 % allocated). Right: a zoom
@@ -240,14 +289,12 @@ void write_allocation_svg(const std::string& path, const std::vector<PolicySumma
     const double ly = kTop + 10 + 20.0 * static_cast<double>(i);
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
-        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7:.2f}% at 130)</text>\n",
+        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7})</text>\n",
         kLegend, ly, kLegend + 25, kColors[i % std::size(kColors)], kLegend + 31, ly + 4, summary[i].policy,
-        at(summary[i].mean.alloc_pct, kMaxArrivedPct));
+        last_point(summary[i].mean.alloc_pct));
   }
   svg += "</svg>\n";
-  auto out = open_output(path);
-  out << svg;
-  close_output(out, path);
+  return svg;
 }
 
 void write_placements_csv(const std::string& path, const std::vector<StaticRunResult>& runs,

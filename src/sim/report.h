@@ -49,6 +49,9 @@ void write_summary_json(const std::string& path, const std::vector<StaticRunResu
                         const std::vector<PolicySummary>& summary, const std::string& cluster_label,
                         const std::string& workload_label, double tune);
 void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary, const std::string& title);
+// The same chart as text; and fragmentation (% of capacity) vs arrived.
+std::string allocation_svg(const std::vector<PolicySummary>& summary, const std::string& title);
+std::string fragmentation_svg(const std::vector<PolicySummary>& summary, const std::string& title);
 // One row per arrival: policy,idx,pod,node,gpus (GPU indices joined by '|';
 // node empty for a failed pod). `arrival_pods[i]` names arrival i.
 void write_placements_csv(const std::string& path, const std::vector<StaticRunResult>& runs,

@@ -147,11 +147,18 @@ TEST_F(HttpTls, BearerTokenIsRequiredOnVerbsAndMetricsWhenConfigured) {
   EXPECT_EQ(c->Get("/metrics")->status, 401);
   EXPECT_EQ(c->Get("/healthz")->status, 200);  // probes stay open
   EXPECT_EQ(c->Get("/readyz")->status, 200);
+  // The GPU map page holds no data; its data needs the token.
+  EXPECT_EQ(c->Get("/ui")->status, 200);
+  EXPECT_EQ(c->Get("/ui/state.json")->status, 401);
   c->set_bearer_token_auth("s3cret-tokeX");
   EXPECT_EQ(c->Post("/filter", filter_body(), "application/json")->status, 401);
   c->set_bearer_token_auth("s3cret-token");
   EXPECT_EQ(c->Post("/filter", filter_body(), "application/json")->status, 200);
   EXPECT_EQ(c->Get("/metrics")->status, 200);
+  auto state = c->Get("/ui/state.json");
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->status, 200);
+  EXPECT_TRUE(nlohmann::json::parse(state->body).contains("nodes")) << state->body.substr(0, 200);
   // A rotated token is picked up without a restart.
   write(path("token"), "next-token");
   bool rotated = false;
