@@ -39,9 +39,17 @@ void run_mig_plan(const MigPlanFlags& f) {
         if (n > 0) text += fmt::format("{}{} {} x{}", text.empty() ? "" : ", ", catalog.spec(model).name, profile, n);
     fmt::print("{}: {}\n", label, text.empty() ? "none" : text);
   }
-  for (const MigGpuPlan& g : plan.gpus) {
-    if (!g.changed) continue;
-    fmt::print("  {} GPU {}: {} -> {}\n", g.node, g.gpu_index, format_layout(g.before), format_layout(g.after));
+  for (size_t k = 0; k < plan.gpus.size(); ++k) {
+    const MigGpuPlan& g = plan.gpus[k];
+    if (g.on_demand) {
+      fmt::print("  {} GPU {} (dynamic MIG): {} as pods arrive, no reconfiguration\n", g.node, g.gpu_index,
+                 format_layout(g.after));
+    } else if (g.changed) {
+      // A whole GPU switched to MIG says so: that needs the GPU idle and a reset.
+      fmt::print("  {} GPU {}: {} -> {}\n", g.node, g.gpu_index,
+                 inventory[k].mig_enabled ? format_layout(g.before) : std::string("MIG off (whole GPU)"),
+                 format_layout(g.after));
+    }
   }
   std::string labels;
   for (const auto& [node, value] : plan.node_labels) labels += fmt::format("{}: {}={}\n", node, kMigConfigLabel, value);

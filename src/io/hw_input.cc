@@ -432,6 +432,7 @@ std::vector<MigGpuInventory> mig_inventory(const HwCluster& c) {
       inv.model = n.gpu_model;
       const GpuSetup* s = n.gpus.empty() ? nullptr : &n.gpus[static_cast<size_t>(g)];
       inv.mig_enabled = s && s->mode == GpuMode::kMig;
+      inv.dynamic_layout = inv.mig_enabled && !s->mig_fixed_layout;
       if (inv.mig_enabled) {
         inv.layout = s->mig_layout;
         inv.in_use = c.mig_in_use[i][static_cast<size_t>(g)];

@@ -1,6 +1,7 @@
 #include "mig/repartition.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -72,9 +73,16 @@ std::vector<MigCountVector> useful_layouts(const MigGeometry& geo, const Supply&
 // nodes changed), minimised. At the end the state serving the most
 // instances, then the most memory slices, then the cheapest, wins. nullopt
 // when the number of states exceeds max_states.
+// Per idle GPU: what changing it costs.
+struct ChangeKind {
+  bool free = false;         // a dynamic-layout GPU: no reconfiguration
+  bool mode_switch = false;  // MIG is off now
+};
+
 std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, const Supply& want, const Supply& base,
                                                       const std::vector<MigCountVector>& current,
-                                                      const std::vector<std::string>& nodes, size_t max_states) {
+                                                      const std::vector<std::string>& nodes,
+                                                      const std::vector<ChangeKind>& kinds, size_t max_states) {
   const int n = geo.size();
   // Upper bound on the states of one layer: give up at once when even one
   // layer could exceed the budget.
@@ -84,9 +92,9 @@ std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, co
   const auto layouts = useful_layouts(geo, want);
   using Key = std::pair<MigCountVector, bool>;
   struct Entry {
-    std::pair<int, int> cost;  // GPUs changed, nodes changed
-    int parent;                // index in the previous layer
-    int choice;                // -1 keep, else index into layouts
+    std::array<int, 3> cost;  // GPUs changed, MIG mode switches, nodes changed
+    int parent;               // index in the previous layer
+    int choice;               // -1 keep, else index into layouts
   };
   auto cap = [&](MigCountVector v) {
     for (int i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(std::min<int>(v[i], want[i]));
@@ -95,7 +103,7 @@ std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, co
   MigCountVector start{};
   for (int i = 0; i < n; ++i) start[i] = static_cast<uint8_t>(std::clamp(base[i], 0, want[i]));
   std::vector<std::vector<Key>> keys{{{start, false}}};
-  std::vector<std::vector<Entry>> layers{{{{0, 0}, -1, -1}}};
+  std::vector<std::vector<Entry>> layers{{{{0, 0, 0}, -1, -1}}};
   size_t total_states = 1;
   for (size_t g = 0; g < current.size(); ++g) {
     const bool new_node = g == 0 || nodes[g] != nodes[g - 1];
@@ -123,7 +131,12 @@ std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, co
         if (layouts[l] == current[g]) continue;
         MigCountVector v = supply;
         for (int i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(std::min(255, v[i] + layouts[l][i]));
-        const std::pair<int, int> cost{prev[s].cost.first + 1, prev[s].cost.second + (touched ? 0 : 1)};
+        if (kinds[g].free) {
+          relax({cap(v), touched}, {prev[s].cost, static_cast<int>(s), static_cast<int>(l)});
+          continue;
+        }
+        const std::array<int, 3> cost{prev[s].cost[0] + 1, prev[s].cost[1] + (kinds[g].mode_switch ? 1 : 0),
+                                      prev[s].cost[2] + (touched ? 0 : 1)};
         relax({cap(v), true}, {cost, static_cast<int>(s), static_cast<int>(l)});
       }
     }
@@ -142,7 +155,7 @@ std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, co
       slices += v[i] * geo.profile(i).memory_slices;
     }
     const auto& c = layers.back()[s].cost;
-    return std::tuple(served, slices, -c.first, -c.second);
+    return std::tuple(served, slices, -c[0], -c[1], -c[2]);
   };
   for (int s = 1; s < static_cast<int>(layers.back().size()); ++s) {
     if (rank(s) > rank(best)) best = s;
@@ -162,7 +175,7 @@ std::optional<std::vector<MigCountVector>> plan_exact(const MigGeometry& geo, co
 // changed, then the earlier GPU and layout).
 std::vector<MigCountVector> plan_greedy(const MigGeometry& geo, const Supply& want, const Supply& base,
                                         const std::vector<MigCountVector>& current,
-                                        const std::vector<std::string>& nodes) {
+                                        const std::vector<std::string>& nodes, const std::vector<ChangeKind>& kinds) {
   const int n = geo.size();
   const auto layouts = useful_layouts(geo, want);
   std::vector<MigCountVector> out = current;
@@ -173,25 +186,29 @@ std::vector<MigCountVector> plan_greedy(const MigGeometry& geo, const Supply& wa
     for (int i = 0; i < n; ++i) supply[i] += cur[i];
   }
   while (true) {
-    using Score = std::tuple<int, int, int, int>;
+    using Score = std::tuple<int, int, int, int, int, int>;
     std::optional<Score> best;
     size_t best_gpu = 0;
     const MigCountVector* best_layout = nullptr;
-    std::set<std::pair<MigCountVector, bool>> tried;  // equal GPUs are interchangeable
+    std::set<std::tuple<MigCountVector, bool, bool>> tried;  // equal GPUs are interchangeable
     const int now = served(supply, want, n);
     const int now_slices = served_slices(geo, supply, want);
     for (size_t k = 0; k < current.size(); ++k) {
       if (changed[k]) continue;
       const MigCountVector& cur = current[k];
       const bool node_busy = changed_nodes.count(nodes[k]) > 0;
-      if (!tried.insert({cur, node_busy}).second) continue;
+      if (!kinds[k].free && !tried.insert({cur, node_busy, kinds[k].mode_switch}).second) continue;
       for (const auto& lay : layouts) {
         if (lay == cur) continue;
         Supply next = supply;
         for (int i = 0; i < n; ++i) next[i] += lay[i] - cur[i];
         const int gain = served(next, want, n) - now;
         if (gain <= 0) continue;
-        const Score score{gain, served_slices(geo, next, want) - now_slices, -memory_slices_of(geo, cur),
+        const Score score{gain,
+                          kinds[k].free ? 1 : 0,
+                          kinds[k].mode_switch ? 0 : 1,
+                          served_slices(geo, next, want) - now_slices,
+                          -memory_slices_of(geo, cur),
                           node_busy ? 1 : 0};
         if (!best || score > *best) {
           best = score;
@@ -201,7 +218,7 @@ std::vector<MigCountVector> plan_greedy(const MigGeometry& geo, const Supply& wa
       }
     }
     if (!best) break;
-    changed_nodes.insert(nodes[best_gpu]);
+    if (!kinds[best_gpu].free) changed_nodes.insert(nodes[best_gpu]);
     for (int i = 0; i < n; ++i) supply[i] += (*best_layout)[i] - current[best_gpu][i];
     changed[best_gpu] = true;
     out[best_gpu] = *best_layout;
@@ -236,7 +253,7 @@ MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus
     }
     auto built = build_layout(geo, g.layout);
     if (!built.ok()) throw std::invalid_argument(fmt::format("{}: current layout: {}", who, built.reason));
-    plan.gpus.push_back({g.node, g.gpu_index, g.model, false, g.mig_enabled, *built.state, *built.state});
+    plan.gpus.push_back({g.node, g.gpu_index, g.model, false, false, g.mig_enabled, *built.state, *built.state});
   }
   for (const auto& [model, counts] : demand) {
     const MigGeometry& geo = geometry_of(model, "demand");
@@ -273,17 +290,19 @@ MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus
                      [&](size_t a, size_t b) { return gpus[a].node < gpus[b].node; });
     std::vector<MigCountVector> current;  // per candidate
     std::vector<std::string> nodes;
+    std::vector<ChangeKind> kinds;
     for (size_t k : candidates) {
       current.push_back(count_vector(plan.gpus[k].before));
       nodes.push_back(gpus[k].node);
+      kinds.push_back({gpus[k].mig_enabled && gpus[k].dynamic_layout, !gpus[k].mig_enabled});
     }
     Supply base = supply;  // free instances on busy GPUs only
     for (const auto& cur : current) {
       for (int i = 0; i < n; ++i) base[i] -= cur[i];
     }
-    auto target = plan_exact(geo, want, base, current, nodes, max_exact_states);
+    auto target = plan_exact(geo, want, base, current, nodes, kinds, max_exact_states);
     if (!target) {
-      target = plan_greedy(geo, want, base, current, nodes);
+      target = plan_greedy(geo, want, base, current, nodes, kinds);
       plan.method = "greedy";
     }
 
@@ -306,8 +325,8 @@ MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus
       if (!placed.ok()) throw std::logic_error("feasible layout without placement: " + placed.reason);
       MigGpuPlan& g = plan.gpus[candidates[c]];
       g.after = *placed.state;
-      g.changed = true;
       g.mig_enabled_after = true;
+      (kinds[c].free ? g.on_demand : g.changed) = true;
     }
     supply = total;
     if (auto u = unmet_of(supply); !u.empty()) plan.unmet_after[model] = u;
@@ -325,6 +344,7 @@ MigRepartitionPlan plan_mig_repartition(const std::vector<MigGpuInventory>& gpus
     std::map<std::pair<bool, MigProfileCounts>, std::vector<int>> groups;
     for (size_t k : members) {
       const auto& g = plan.gpus[k];
+      if (gpus[k].dynamic_layout && gpus[k].mig_enabled) continue;  // its instances are not mig-parted's
       groups[{g.mig_enabled_after, counts_by_name(g.after)}].push_back(g.gpu_index);
     }
     std::vector<MigPartedEntry> entries;

@@ -9,10 +9,14 @@
 // (on any GPU of the model); then, greedily, the idle GPU and feasible layout
 // that serve the most still-unmet instances are chosen (net of what the GPU's
 // current instances served), until no change serves more; see docs/MIG.md.
+// Among plans that change as many GPUs, one that keeps GPUs out of a MIG
+// mode switch (whole GPU -> MIG) wins. Idle dynamic-layout GPUs serve demand
+// first and at no cost: they are reported (on_demand), never changed, and
+// left out of the config.
 // A changed GPU gets only the instances it serves; its other slices stay
 // unpartitioned. The plan carries a nvidia-mig-parted config with one named
-// config per node that has a changed GPU (all of that node's GPUs listed,
-// unchanged ones with their current counts) and the `nvidia.com/mig.config`
+// config per node that has a changed GPU (all of that node's fixed-layout
+// GPUs listed, unchanged ones with their current counts) and the `nvidia.com/mig.config`
 // label value per such node. Bad input (unknown or non-MIG model, invalid
 // current layout, duplicate GPU, unknown profile) throws std::invalid_argument
 // naming the GPU or profile. Cost per model: exact O(idle GPUs x states x
@@ -35,7 +39,11 @@ struct MigGpuInventory {
   std::string node;
   int gpu_index = 0;
   GpuModelId model = 0;
-  bool mig_enabled = true;           // false: whole GPU, layout must be empty
+  bool mig_enabled = true;  // false: whole GPU, layout must be empty
+  // Instances are created as pods arrive (no fixed layout): such a GPU is
+  // never written to a mig-parted config (that would wipe its instances);
+  // when idle it serves demand at no cost (MigGpuPlan::on_demand).
+  bool dynamic_layout = false;
   std::vector<MigPlacement> layout;  // current GPU instances
   std::vector<bool> in_use;          // parallel to layout; empty = none in use
 
@@ -50,6 +58,7 @@ struct MigGpuPlan {
   int gpu_index = 0;
   GpuModelId model = 0;
   bool changed = false;
+  bool on_demand = false;  // a dynamic-layout GPU whose `after` instances are created as pods arrive
   bool mig_enabled_after = true;
   MigGpuState before;
   MigGpuState after;

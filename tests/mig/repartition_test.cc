@@ -180,6 +180,52 @@ TEST(MigRepartition, SeveralModelsAndNodes) {
   expect_plan_applies(gpus, plan);
 }
 
+TEST(MigRepartition, AGpuAlreadyInMigModeIsChangedBeforeAWholeGpuIsSwitched) {
+  // Node n: GPU 0 a whole GPU (MIG off), GPU 1 an idle MIG GPU with no
+  // instances. Either could hold the demand; switching a whole GPU to MIG
+  // needs it drained and reset, so GPU 1 is the one changed.
+  const std::vector<MigGpuInventory> gpus = {gpu("n", 0, "A100-80GB", {}, {}, false), gpu("n", 1, "A100-80GB", {})};
+  const MigDemand demand = {{model("A100-80GB"), {{"3g.40gb", 2}}}};
+  for (size_t max_states : {size_t{50000}, size_t{1}}) {  // exact, then greedy
+    const MigRepartitionPlan plan = plan_mig_repartition(gpus, demand, max_states);
+    EXPECT_EQ(plan.changed_gpus, 1);
+    EXPECT_FALSE(plan.gpus[0].changed) << plan.method;
+    EXPECT_TRUE(plan.gpus[1].changed) << plan.method;
+    EXPECT_TRUE(plan.unmet_after.empty());
+  }
+}
+
+TEST(MigRepartition, DynamicMigGpusServeDemandWithoutAConfigThatWouldWipeThem) {
+  // Node d: GPUs 0-1 dynamic MIG (instances made as pods arrive), GPU 2 a
+  // whole GPU. The demand fits on the dynamic GPUs: nothing is reconfigured,
+  // no config names node d, and the plan says which GPU serves it.
+  std::vector<MigGpuInventory> gpus = {gpu("d", 0, "A100-80GB", {}), gpu("d", 1, "A100-80GB", {}),
+                                       gpu("d", 2, "A100-80GB", {}, {}, false)};
+  gpus[0].dynamic_layout = gpus[1].dynamic_layout = true;
+  const MigDemand demand = {{model("A100-80GB"), {{"3g.40gb", 3}}}};
+  for (size_t max_states : {size_t{50000}, size_t{1}}) {
+    const MigRepartitionPlan plan = plan_mig_repartition(gpus, demand, max_states);
+    EXPECT_EQ(plan.changed_gpus, 0) << plan.method;
+    EXPECT_TRUE(plan.unmet_after.empty()) << plan.method;
+    EXPECT_TRUE(plan.node_labels.empty()) << plan.method;
+    EXPECT_FALSE(plan.gpus[2].changed);
+    int served = 0;
+    for (const MigGpuPlan& g : plan.gpus) served += g.on_demand ? counts_by_name(g.after).at("3g.40gb") : 0;
+    EXPECT_EQ(served, 3) << plan.method;
+  }
+  // With a fixed-layout GPU changed on the same node, the dynamic GPUs are
+  // still left out of that node's config.
+  std::vector<MigGpuInventory> mixed = gpus;
+  mixed[2] = gpu("d", 2, "A100-80GB", {});
+  const MigRepartitionPlan plan = plan_mig_repartition(mixed, {{model("A100-80GB"), {{"1g.10gb", 21}}}});
+  ASSERT_EQ(plan.changed_gpus, 1);
+  ASSERT_EQ(plan.config.configs.size(), 1u);
+  for (const MigPartedEntry& e : plan.config.configs.begin()->second) {
+    ASSERT_TRUE(e.devices.has_value());
+    EXPECT_EQ(*e.devices, std::vector<int>{2}) << "a dynamic GPU is in the config";
+  }
+}
+
 TEST(MigRepartition, BadInputIsRefused) {
   const MigDemand none;
   EXPECT_THROW(plan_mig_repartition({gpu("a", 0, "A100-40GB", {}), gpu("a", 0, "A100-40GB", {})}, none),
