@@ -22,7 +22,7 @@ namespace gpupack::cli {
 namespace {
 
 struct AnalyzeFlags {
-  std::string nodes, pods, claims, dcgm, format = "text", out;
+  std::string nodes, pods, claims, dcgm, format = "table", out;
   std::string kubeconfig, context;
 };
 
@@ -93,10 +93,10 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--dcgm", flags->dcgm, "a dcgm-exporter /metrics scrape");
   CLI::Option* format =
       cmd->add_option("--format", flags->format,
-                      "text, json or html (one self-contained page: the GPU map and the report); default: html when "
-                      "--out ends in .html, else text")
+                      "table, json or html (one self-contained page: the GPU map and the report; default when "
+                      "--out ends in .html); 'text' is the same as table")
           ->capture_default_str()
-          ->check(CLI::IsMember({"text", "json", "html"}));
+          ->check(CLI::IsMember({"table", "text", "json", "html"}));
   cmd->add_option("-o,--out", flags->out, "write the report here instead of standard output");
   cmd->callback([flags, format] {
     const std::string& out = flags->out;

@@ -23,7 +23,8 @@ struct Output {
 
 void add_output_flags(CLI::App* cmd, Output& out, const std::string& default_key) {
   out.key = default_key;
-  cmd->add_option("-o,--output", out.path, "write to this file instead of stdout");
+  cmd->add_option("-o,--out", out.path, "write to this file instead of stdout");
+  cmd->add_option("--output", out.path, "same as --out (older spelling)")->group("");
   cmd->add_option("--configmap", out.configmap, "wrap the document in a ConfigMap with this name");
   cmd->add_option("--namespace", out.ns, "namespace of the ConfigMap")->capture_default_str();
   cmd->add_option("--key", out.key, "data key of the ConfigMap")->capture_default_str();
@@ -160,10 +161,16 @@ void add_descheduler_subcommand(CLI::App* cmd) {
   d->add_option("--strategy", ds->strategy, "low | high")->check(CLI::IsMember({"low", "high"}))->capture_default_str();
   d->add_option("--gpu-threshold", ds->gpu, "nvidia.com/gpu percent threshold")->capture_default_str();
   d->add_option("--gpu-target", ds->gpu_target, "nvidia.com/gpu percent target (low only)")->capture_default_str();
-  d->add_option("--cpu-threshold", ds->cpu)->capture_default_str();
-  d->add_option("--cpu-target", ds->cpu_target)->capture_default_str();
-  d->add_option("--memory-threshold", ds->memory)->capture_default_str();
-  d->add_option("--memory-target", ds->memory_target)->capture_default_str();
+  d->add_option("--cpu-threshold", ds->cpu, "cpu percent threshold")->check(CLI::Range(0, 100))->capture_default_str();
+  d->add_option("--cpu-target", ds->cpu_target, "cpu percent target (low only)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  d->add_option("--memory-threshold", ds->memory, "memory percent threshold")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  d->add_option("--memory-target", ds->memory_target, "memory percent target (low only)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   add_output_flags(d, ds->out, "policy.yaml");
   d->callback([ds] {
     DeschedulerConfig cfg;
@@ -192,10 +199,15 @@ void add_scheduler_subcommand(CLI::App* cmd) {
                 fmt::format("Kubernetes release of the scheduler, 1.{} .. 1.{}: picks the config API version it reads",
                             kSchedulerMinKubeMinor, kSchedulerMaxKubeMinor))
       ->capture_default_str();
-  k->add_option("--scheduler-name", c.scheduler_name)->capture_default_str();
+  k->add_option("--scheduler-name", c.scheduler_name,
+                "schedulerName of the profile (pods that set it are scheduled with gpupack; serve "
+                "--scheduler-name must match)")
+      ->capture_default_str();
   k->add_option("--url", c.url_prefix, "extender urlPrefix")->capture_default_str();
   k->add_option("--weight", c.weight, "prioritize weight (> 0)")->capture_default_str();
-  k->add_option("--http-timeout", c.http_timeout)->capture_default_str();
+  k->add_option("--http-timeout", c.http_timeout,
+                "extender httpTimeout; keep it above serve --gang-bind-wait (8s) so held gang binds are answered")
+      ->capture_default_str();
   k->add_option("--managed-resource", c.managed_resources,
                 "only pods requesting this resource reach the extender (repeatable; pods asking for GPUs only by "
                 "annotation then bypass gpupack)");
@@ -233,7 +245,8 @@ void add_dra_subcommand(CLI::App* cmd) {
       ->capture_default_str();
   r->add_option("--mig-profile", dra->cfg.mig_profile, "MIG profile of the MIG template")->capture_default_str();
   r->add_option("--mig-count", dra->cfg.mig_count, "MIG devices per MIG claim")->capture_default_str();
-  r->add_option("-o,--output", dra->out.path, "write to this file instead of stdout");
+  r->add_option("-o,--out", dra->out.path, "write to this file instead of stdout");
+  r->add_option("--output", dra->out.path, "same as --out (older spelling)")->group("");
   r->callback([dra] {
     dra->cfg.kube_minor = parse_kube_minor(dra->kube_version, kDraMinKubeMinor, kDraMaxKubeMinor);
     write(dra->out, dra_config_yaml(dra->cfg));

@@ -111,7 +111,7 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_flag("--no-local-search", flags->no_local_search, "planner: skip the second search with chained moves");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();
-  cmd->add_option("--out", flags->out, "write the plan here instead of stdout");
+  cmd->add_option("-o,--out", flags->out, "write the plan here instead of stdout");
   cmd->callback([flags] { run_defrag(*flags); });
 }
 

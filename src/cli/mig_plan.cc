@@ -67,7 +67,8 @@ void add_mig_plan_command(CLI::App& app) {
       app.add_subcommand("mig-plan", "plan MIG repartitioning of idle GPUs for a demand (mig-parted config + labels)");
   cmd->add_option("--cluster", flags->cluster, "cluster YAML (node pools with MIG layouts)")->required();
   cmd->add_option("--demand", flags->demand, "demand YAML: demand: {MODEL: {PROFILE: COUNT}}")->required();
-  cmd->add_option("--config-out", flags->config_out, "write the nvidia-mig-parted config (v1) here");
+  cmd->add_option("-o,--out", flags->config_out, "write the nvidia-mig-parted config (v1) here");
+  cmd->add_option("--config-out", flags->config_out, "same as --out (older spelling)")->group("");
   cmd->add_option("--labels-out", flags->labels_out, "write 'node: nvidia.com/mig.config=NAME' lines here");
   cmd->callback([flags] { run_mig_plan(*flags); });
 }

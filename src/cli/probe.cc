@@ -87,7 +87,7 @@ void add_probe_command(CLI::App& app) {
   cmd->add_option("--max-steps", flags->max_steps, "at most this many allocation tries per GPU")->capture_default_str();
   cmd->add_option("--time-budget-ms", flags->time_budget_ms, "time bound per GPU")->capture_default_str();
   cmd->add_option("--driver-lib", flags->driver_lib, "CUDA driver library to load")->capture_default_str();
-  cmd->add_option("--out", flags->out, "write to this file (atomically, for the node_exporter textfile collector)");
+  cmd->add_option("-o,--out", flags->out, "write to this file (atomically, for the node_exporter textfile collector)");
   cmd->callback([flags] { run_probe(*flags); });
 }
 

@@ -277,7 +277,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--seeds", flags->seeds, "seeds: 42, 42-51 or 1,5,7-9")->capture_default_str();
   cmd->add_option("--tune", flags->tune, "arrived GPU request as a multiple of cluster GPU capacity")
       ->capture_default_str();
-  cmd->add_option("--out", flags->out, "write curves.csv, summary.json, allocation.svg (and placements.csv) here");
+  cmd->add_option("-o,--out", flags->out,
+                  "write report.html, curves.csv, summary.json, allocation.svg (and placements.csv) in this folder");
   cmd->add_option("--order", flags->order, "replay this arrival order (idx,pod) instead of sampling");
   cmd->add_option("--node-rank", flags->node_rank, "node tie-break ranks (node,rank); lower rank wins ties");
   cmd->add_option("--threads", flags->threads, "worker threads (0 = all cores)")

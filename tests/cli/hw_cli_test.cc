@@ -43,7 +43,7 @@ TEST(HwCli, MigPlanWritesAValidConfigAndLabels) {
   std::filesystem::create_directories(dir);
   const std::string cfg = (dir / "mig.yaml").string(), labels = (dir / "labels.txt").string();
   const RunResult r = run_gpupack("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx +
-                                  "demand.yaml --config-out " + cfg + " --labels-out " + labels);
+                                  "demand.yaml -o " + cfg + " --labels-out " + labels);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("GPUs changed"), std::string::npos) << r.output;
   std::stringstream yaml, lab;

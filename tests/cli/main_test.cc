@@ -6,6 +6,11 @@
 #include "support/cli_runner.h"
 #include "util/strings.h"
 
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
 namespace gpupack {
 namespace {
 
@@ -38,6 +43,66 @@ TEST(CliMain, UsageErrorsExit2AndHelpAndVersionSucceed) {
   r = run_gpupack("serve --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_THAT(r.output, HasSubstr("--scheduler-name"));
+}
+
+// Every flag of every command (and nested command) says what it does, and
+// the output flags are spelled one way: -o/--out.
+TEST(CliMain, EveryFlagHasHelpAndOutputsAreSpelledOut) {
+  std::vector<std::string> commands = {""};
+  std::set<std::string> seen;
+  int flags = 0;
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const std::string cmd = commands[i];
+    testing::RunResult r = run_gpupack(cmd + (cmd.empty() ? "" : " ") + "--help");
+    ASSERT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+    std::vector<std::string> lines = split(r.output, '\n');
+    std::string section;
+    for (size_t k = 0; k < lines.size(); ++k) {
+      const std::string& line = lines[k];
+      if (!line.empty() && line.back() == ':' && line[0] != ' ') {
+        section = line;
+        continue;
+      }
+      if (line.size() < 3 || line[0] != ' ' || line[1] != ' ') continue;
+      const std::string body = line.substr(2);
+      if (section == "Subcommands:") {
+        const std::string name = body.substr(0, body.find(' '));
+        if (!name.empty() && seen.insert(cmd + " " + name).second)
+          commands.push_back(cmd.empty() ? name : cmd + " " + name);
+        continue;
+      }
+      if (section != "Options:" || body[0] != '-') continue;
+      ++flags;
+      // "-o,--out TEXT [default]   description": after the names come the
+      // signature tokens (TYPE, TYPE=default, TYPE:range, [default], ...,
+      // REQUIRED), then the description, or it is on the next, indented line.
+      std::vector<std::string> tokens;
+      for (const std::string& word : split(body, ' '))
+        if (!word.empty()) tokens.push_back(word);
+      const std::regex signature(R"re([A-Z]{2,}[A-Z0-9_]*([:=].*)?|\.\.\.)re");
+      size_t t = 1;
+      while (t < tokens.size()) {
+        if (tokens[t][0] == '[') {
+          while (t < tokens.size() && tokens[t].back() != ']') ++t;
+          ++t;
+        } else if (std::regex_match(tokens[t], signature)) {
+          ++t;
+        } else {
+          break;
+        }
+      }
+      const bool same_line = t < tokens.size();
+      const bool next_line = k + 1 < lines.size() && lines[k + 1].rfind("      ", 0) == 0 &&
+                             lines[k + 1].find_first_not_of(' ') != std::string::npos &&
+                             lines[k + 1][lines[k + 1].find_first_not_of(' ')] != '-';
+      EXPECT_TRUE(same_line || next_line) << "gpupack " << cmd << ": no help for " << body;
+      EXPECT_EQ(body.find("--output "), std::string::npos) << "gpupack " << cmd << ": " << body;
+      EXPECT_EQ(body.find("--config-out"), std::string::npos) << "gpupack " << cmd << ": " << body;
+      if (body.rfind("--out ", 0) == 0) ADD_FAILURE() << "gpupack " << cmd << ": --out without -o";
+    }
+  }
+  EXPECT_GT(commands.size(), 12u);
+  EXPECT_GT(flags, 150);
 }
 
 // Out-of-range numbers are usage errors, before any work is done.
