@@ -113,6 +113,13 @@ std::string num(double v) {
   return fmt::format("{}", v);
 }
 
+// Labels of a per-GPU series: gpupack's node, gpu, model, and Hostname (the
+// node name), so that dcgm-exporter's series (Hostname, gpu) join them.
+std::string gpu_labels(const ClusterMetrics::Gpu& g) {
+  return fmt::format("node=\"{}\",Hostname=\"{}\",gpu=\"{}\",model=\"{}\"", escape_label(g.node), escape_label(g.node),
+                     g.gpu, escape_label(g.model));
+}
+
 }  // namespace
 
 std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& latency, const RequestCounters& requests) {
@@ -149,33 +156,33 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   for (const auto& [product, nodes] : m.unknown_gpu_products)
     out += fmt::format("gpupack_unknown_gpu_product_nodes{{product=\"{}\"}} {}\n", escape_label(product), nodes);
 
-  header(out, "gpupack_gpu_allocated_milli", "gauge", "GPU share allocated on the GPU, in milli-GPUs (1000 = whole).");
+  header(out, "gpupack_gpu_allocated_ratio", "gauge", "Share of the GPU allocated (0..1; 1 = whole).");
   for (const auto& g : m.gpus)
-    out += fmt::format("gpupack_gpu_allocated_milli{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n", escape_label(g.node),
-                       g.gpu, escape_label(g.model), g.allocated_milli);
+    out += fmt::format("gpupack_gpu_allocated_ratio{{{}}} {}\n", gpu_labels(g), num(g.allocated_milli / 1000.0));
   header(out, "gpupack_gpu_allocated_memory_bytes", "gauge", "GPU memory allocated to pods on the GPU.");
   for (const auto& g : m.gpus)
-    out += fmt::format("gpupack_gpu_allocated_memory_bytes{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n",
-                       escape_label(g.node), g.gpu, escape_label(g.model), num(g.allocated_memory_mib * kMiB));
+    out +=
+        fmt::format("gpupack_gpu_allocated_memory_bytes{{{}}} {}\n", gpu_labels(g), num(g.allocated_memory_mib * kMiB));
   header(out, "gpupack_gpu_memory_bytes", "gauge", "GPU memory capacity (GPUs whose memory is known).");
   for (const auto& g : m.gpus)
     if (g.memory_mib > 0)
-      out += fmt::format("gpupack_gpu_memory_bytes{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n", escape_label(g.node),
-                         g.gpu, escape_label(g.model), num(g.memory_mib * kMiB));
+      out += fmt::format("gpupack_gpu_memory_bytes{{{}}} {}\n", gpu_labels(g), num(g.memory_mib * kMiB));
   header(out, "gpupack_gpu_stranded_memory_bytes", "gauge",
          "Free memory on a GPU that no pending pod (or, with none pending, no typical pod) can use.");
   for (const auto& g : m.gpus)
-    out += fmt::format("gpupack_gpu_stranded_memory_bytes{{node=\"{}\",gpu=\"{}\",model=\"{}\"}} {}\n",
-                       escape_label(g.node), g.gpu, escape_label(g.model), num(g.stranded_memory_mib * kMiB));
+    out +=
+        fmt::format("gpupack_gpu_stranded_memory_bytes{{{}}} {}\n", gpu_labels(g), num(g.stranded_memory_mib * kMiB));
 
-  header(out, "gpupack_node_allocated_milli", "gauge", "GPU share allocated on the node, in milli-GPUs.");
+  header(out, "gpupack_node_allocated_gpus", "gauge", "GPUs allocated on the node (fractions summed).");
   for (const auto& n : m.nodes)
-    out += fmt::format("gpupack_node_allocated_milli{{node=\"{}\",model=\"{}\"}} {}\n", escape_label(n.name),
-                       escape_label(n.model), n.allocated_milli);
-  header(out, "gpupack_node_capacity_milli", "gauge", "GPU capacity of the node, in milli-GPUs.");
+    out +=
+        fmt::format("gpupack_node_allocated_gpus{{node=\"{}\",Hostname=\"{}\",model=\"{}\"}} {}\n",
+                    escape_label(n.name), escape_label(n.name), escape_label(n.model), num(n.allocated_milli / 1000.0));
+  header(out, "gpupack_node_capacity_gpus", "gauge", "GPUs of the node.");
   for (const auto& n : m.nodes)
-    out += fmt::format("gpupack_node_capacity_milli{{node=\"{}\",model=\"{}\"}} {}\n", escape_label(n.name),
-                       escape_label(n.model), n.capacity_milli);
+    out +=
+        fmt::format("gpupack_node_capacity_gpus{{node=\"{}\",Hostname=\"{}\",model=\"{}\"}} {}\n", escape_label(n.name),
+                    escape_label(n.name), escape_label(n.model), num(n.capacity_milli / 1000.0));
   header(out, "gpupack_node_mig_slots_allocated", "gauge", "MIG devices of a profile allocated on the node.");
   for (const auto& n : m.nodes)
     for (const auto& [profile, v] : n.mig)
@@ -187,27 +194,29 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
       out += fmt::format("gpupack_node_mig_slots{{node=\"{}\",profile=\"{}\"}} {}\n", escape_label(n.name),
                          escape_label(profile), v.second);
 
-  header(out, "gpupack_cluster_fragmentation_milli", "gauge",
-         "FGD fragmentation of the cluster: expected free GPU milli typical requests cannot use.");
-  out += fmt::format("gpupack_cluster_fragmentation_milli {}\n", num(m.cluster_fragmentation_milli));
-  header(out, "gpupack_cluster_fragmentation_ratio", "gauge", "Cluster FGD fragmentation over free GPU milli (0..1).");
+  header(out, "gpupack_cluster_fragmentation_gpus", "gauge",
+         "FGD fragmentation of the cluster: expected free GPU capacity typical requests cannot use, in GPUs.");
+  out += fmt::format("gpupack_cluster_fragmentation_gpus {}\n", num(m.cluster_fragmentation_milli / 1000.0));
+  header(out, "gpupack_cluster_fragmentation_ratio", "gauge",
+         "Cluster FGD fragmentation over the free GPU capacity (0..1).");
   out += fmt::format("gpupack_cluster_fragmentation_ratio {}\n",
                      num(m.cluster_free_milli > 0 ? m.cluster_fragmentation_milli / m.cluster_free_milli : 0.0));
-  header(out, "gpupack_pool_fragmentation_milli", "gauge", "FGD fragmentation of a pool (GPU model), in milli-GPUs.");
+  header(out, "gpupack_pool_fragmentation_gpus", "gauge", "FGD fragmentation of a pool (GPU model), in GPUs.");
   for (const auto& p : m.pools)
-    out += fmt::format("gpupack_pool_fragmentation_milli{{pool=\"{}\"}} {}\n", escape_label(p.model),
-                       num(p.fragmentation_milli));
+    out += fmt::format("gpupack_pool_fragmentation_gpus{{pool=\"{}\"}} {}\n", escape_label(p.model),
+                       num(p.fragmentation_milli / 1000.0));
   header(out, "gpupack_pool_fragmentation_ratio", "gauge",
-         "Pool FGD fragmentation over the pool's free GPU milli (0..1).");
+         "Pool FGD fragmentation over the pool's free GPU capacity (0..1).");
   for (const auto& p : m.pools)
     out += fmt::format("gpupack_pool_fragmentation_ratio{{pool=\"{}\"}} {}\n", escape_label(p.model),
                        num(p.free_milli > 0 ? p.fragmentation_milli / p.free_milli : 0.0));
-  header(out, "gpupack_pool_free_milli", "gauge", "Free GPU capacity of a pool, in milli-GPUs.");
+  header(out, "gpupack_pool_free_gpus", "gauge", "Free GPU capacity of a pool, in GPUs (fractions summed).");
   for (const auto& p : m.pools)
-    out += fmt::format("gpupack_pool_free_milli{{pool=\"{}\"}} {}\n", escape_label(p.model), p.free_milli);
-  header(out, "gpupack_pool_capacity_milli", "gauge", "GPU capacity of a pool, in milli-GPUs.");
+    out += fmt::format("gpupack_pool_free_gpus{{pool=\"{}\"}} {}\n", escape_label(p.model), num(p.free_milli / 1000.0));
+  header(out, "gpupack_pool_capacity_gpus", "gauge", "GPUs of a pool.");
   for (const auto& p : m.pools)
-    out += fmt::format("gpupack_pool_capacity_milli{{pool=\"{}\"}} {}\n", escape_label(p.model), p.capacity_milli);
+    out += fmt::format("gpupack_pool_capacity_gpus{{pool=\"{}\"}} {}\n", escape_label(p.model),
+                       num(p.capacity_milli / 1000.0));
   header(out, "gpupack_stranded_gpus", "gauge", "GPUs with free capacity that no pending or typical pod can use.");
   for (const auto& p : m.pools)
     out += fmt::format("gpupack_stranded_gpus{{pool=\"{}\"}} {}\n", escape_label(p.model), p.stranded_gpus);

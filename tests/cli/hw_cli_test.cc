@@ -42,8 +42,8 @@ TEST(HwCli, MigPlanWritesAValidConfigAndLabels) {
   const auto dir = std::filesystem::temp_directory_path() / "gpupack_hw_cli";
   std::filesystem::create_directories(dir);
   const std::string cfg = (dir / "mig.yaml").string(), labels = (dir / "labels.txt").string();
-  const RunResult r = run_gpupack("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx +
-                                  "demand.yaml -o " + cfg + " --labels-out " + labels);
+  const RunResult r = run_gpupack("mig-plan --cluster " + kEx + "cluster.yaml --demand " + kEx + "demand.yaml -o " +
+                                  cfg + " --labels-out " + labels);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("GPUs changed"), std::string::npos) << r.output;
   std::stringstream yaml, lab;

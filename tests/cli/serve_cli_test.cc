@@ -119,7 +119,7 @@ TEST(ServeCli, RestartAfterKillKeepsEveryAssignment) {
     }
     s.kill9();
   }
-  ASSERT_NE(first.find("gpupack_gpu_allocated_milli{node=\"n1\""), std::string::npos);
+  ASSERT_NE(first.find("gpupack_gpu_allocated_ratio{node=\"n1\""), std::string::npos);
   ServeProcess again(
       {"serve", "--nodes", dir + "/sv_nodes.json", "--pods", out, "--listen", "127.0.0.1:0", "--port-file", port_file},
       port_file);
@@ -207,7 +207,7 @@ TEST(ServeCli, KillDuringBindsLosesNoAcknowledgedBindAndDoubleBooksNoGpu) {
     EXPECT_LE(bound.size(), acked.size() + 1) << "at most the one bind in flight at the kill is extra";
     for (const auto& [gpu, m] : milli) EXPECT_LE(m, 1000) << gpu.first << " GPU " << gpu.second;
     // The restarted server charges the same: a pod that needs a whole free GPU per node sees the truth.
-    EXPECT_NE(allocation_lines(again.port).find("gpupack_gpu_allocated_milli"), std::string::npos);
+    EXPECT_NE(allocation_lines(again.port).find("gpupack_gpu_allocated_ratio"), std::string::npos);
   }
 }
 

@@ -34,7 +34,8 @@ pod() {  # name node assigned milli
   printf '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"%s","namespace":"ml","uid":"u-%s","annotations":{"gpupack.io/gpu-milli":"%s"%s}},"spec":{"nodeName":"%s","containers":[{"name":"c","resources":{"requests":{"cpu":"2","memory":"8Gi"}}}]},"status":{"phase":"%s"}}' \
     "$1" "$1" "$4" "${3:+,\"gpupack.io/assigned-gpus\":\"$3\"}" "$2" "$5"
 }
-echo "{\"kind\":\"List\",\"items\":[$(node gpu-a 8),$(node gpu-b 8)]}" > "$work/nodes.json"
+mig_node='{"apiVersion":"v1","kind":"Node","metadata":{"name":"mig-a","labels":{"nvidia.com/gpu.product":"NVIDIA-A100-SXM4-80GB","nvidia.com/mig.strategy":"mixed"}},"spec":{},"status":{"allocatable":{"cpu":"96","memory":"512Gi","nvidia.com/mig-1g.10gb":"7"}}}'
+echo "{\"kind\":\"List\",\"items\":[$(node gpu-a 8),$(node gpu-b 8),$mig_node]}" > "$work/nodes.json"
 echo "{\"kind\":\"List\",\"items\":[$(pod r0 gpu-a gpu-a:0@500 500 Running),$(pod r1 gpu-b gpu-b:3@250 250 Running),$(pod waiting '' '' 700 Pending)]}" > "$work/pods.json"
 
 "$gpupack" serve --nodes "$work/nodes.json" --pods "$work/pods.json" --listen 127.0.0.1:0 \
@@ -45,7 +46,7 @@ for _ in $(seq 1 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 gport="$(cat "$work/port")"
 
 http_get "$gport" /metrics > "$work/scrape.txt"
-grep -q '^gpupack_gpu_allocated_milli{node="gpu-a",gpu="0",model="A100-80GB"} 500$' "$work/scrape.txt" \
+grep -q '^gpupack_gpu_allocated_ratio{node="gpu-a",Hostname="gpu-a",gpu="0",model="A100-80GB"} 0.5$' "$work/scrape.txt" \
   || { echo "scrape lacks the expected allocation:" >&2; head -40 "$work/scrape.txt" >&2; exit 1; }
 promtool check metrics < "$work/scrape.txt"
 
@@ -67,13 +68,45 @@ pids+=($!)
 
 ok=""
 for _ in $(seq 1 60); do
-  body="$(http_get "$pport" '/api/v1/query?query=gpupack_node_allocated_milli%7Bnode%3D%22gpu-a%22%7D' 2>/dev/null || true)"
-  if echo "$body" | grep -q '"value":\[[0-9.]*,"500"\]'; then ok=1; break; fi
+  body="$(http_get "$pport" '/api/v1/query?query=gpupack_node_allocated_gpus%7Bnode%3D%22gpu-a%22%7D' 2>/dev/null || true)"
+  if echo "$body" | grep -q '"value":\[[0-9.]*,"0.5"\]'; then ok=1; break; fi
   sleep 0.5
 done
 if [ -z "$ok" ]; then
-  echo "prometheus never returned gpupack_node_allocated_milli; last answer: $body" >&2
+  echo "prometheus never returned gpupack_node_allocated_gpus; last answer: $body" >&2
   tail -20 "$work/prometheus.log" >&2
   exit 1
 fi
 echo "prometheus scraped gpupack: $body"
+
+# Every query of the Grafana dashboard returns data from this Prometheus
+# ($__rate_interval as 1m; some extender calls first, so that rates have
+# samples to work on).
+http_post() {  # port path body
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf 'POST %s HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
+    "$2" "${#3}" "$3" >&3
+  timeout 5 cat <&3 >/dev/null
+  exec 3<&-
+}
+filter_body="{\"Pod\":$(pod probe '' '' 250 Pending),\"NodeNames\":[\"gpu-a\",\"gpu-b\"]}"
+for _ in $(seq 1 5); do
+  http_post "$gport" /filter "$filter_body"
+  sleep 1
+done
+dashboard="$(dirname "$0")/../../deploy/grafana/gpupack-dashboard.json"
+queries=0
+while IFS= read -r expr; do
+  [ -n "$expr" ] || continue
+  result=""
+  for _ in $(seq 1 20); do
+    result="$(promtool query instant "http://127.0.0.1:$pport" "$expr" 2>&1 || true)"
+    echo "$result" | grep -q ' => ' && break
+    http_post "$gport" /filter "$filter_body"
+    sleep 0.5
+  done
+  echo "$result" | grep -q ' => ' || { echo "dashboard query returned no data: $expr" >&2; echo "$result" >&2; exit 1; }
+  queries=$((queries + 1))
+done < <(grep -o '"expr": "[^"]*"' "$dashboard" | sed 's/^"expr": "//; s/"$//; s/\$__rate_interval/1m/g')
+[ "$queries" -ge 10 ] || { echo "only $queries dashboard queries found in $dashboard" >&2; exit 1; }
+echo "every dashboard query returned data ($queries queries)"

@@ -317,7 +317,8 @@ TEST(ExtenderEngine, UnknownGpuProductIsItsOwnPoolWithAMetric) {
   const std::string text = render_metrics(m, LatencyHistogram{}, RequestCounters{});
   EXPECT_NE(text.find("gpupack_unknown_gpu_product_nodes{product=\"NVIDIA-Future-X200\"} 2\n"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("gpupack_node_capacity_milli{node=\"x1\",model=\"NVIDIA-Future-X200\"} 4000"), std::string::npos)
+  EXPECT_NE(text.find("gpupack_node_capacity_gpus{node=\"x1\",Hostname=\"x1\",model=\"NVIDIA-Future-X200\"} 4"),
+            std::string::npos)
       << text;
 }
 

@@ -261,12 +261,16 @@ TEST_F(ExtenderHttp, BindRecordsAssignmentOnceAndReflectsInMetrics) {
   httplib::Client c("127.0.0.1", port_);
   auto m = c.Get("/metrics");
   ASSERT_TRUE(m);
-  EXPECT_NE(m->body.find("gpupack_gpu_allocated_milli{node=\"a100-0\",gpu=\"1\",model=\"A100-80GB\"} 1000"),
+  EXPECT_NE(
+      m->body.find("gpupack_gpu_allocated_ratio{node=\"a100-0\",Hostname=\"a100-0\",gpu=\"1\",model=\"A100-80GB\"} 1"),
+      std::string::npos);
+  EXPECT_NE(
+      m->body.find(
+          "gpupack_gpu_allocated_memory_bytes{node=\"a100-0\",Hostname=\"a100-0\",gpu=\"0\",model=\"A100-80GB\"} " +
+          std::to_string(30000LL * 1024 * 1024)),
+      std::string::npos);
+  EXPECT_NE(m->body.find("gpupack_node_allocated_gpus{node=\"a100-0\",Hostname=\"a100-0\",model=\"A100-80GB\"} 2"),
             std::string::npos);
-  EXPECT_NE(m->body.find("gpupack_gpu_allocated_memory_bytes{node=\"a100-0\",gpu=\"0\",model=\"A100-80GB\"} " +
-                         std::to_string(30000LL * 1024 * 1024)),
-            std::string::npos);
-  EXPECT_NE(m->body.find("gpupack_node_allocated_milli{node=\"a100-0\",model=\"A100-80GB\"} 2000"), std::string::npos);
   EXPECT_NE(m->body.find("gpupack_decision_duration_seconds_count{verb=\"bind\"}"), std::string::npos);
   EXPECT_NE(m->body.find("gpupack_pool_fragmentation_ratio{pool=\"A100-80GB\"}"), std::string::npos);
 }
