@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 # Sanitizer builds: no optimisation beyond -O1, little debug info (fast to build).
 SAN_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 -DGPUPACK_BUILD_BENCH=OFF
 
-.PHONY: all deps deps-build configure build demo test test-release test-asan test-tsan lint format format-check tidy bench clean
+.PHONY: all deps deps-build configure build demo image image-local test test-release test-asan test-tsan lint format format-check tidy bench clean
 
 all: build
 
@@ -66,6 +66,17 @@ test-fast: deps build
 
 bench: build
 	@bash bench/run.sh $(BUILD_DIR)
+
+# The image from Containerfile (needs a registry with debian:bookworm), and
+# one from this checkout's binary for machines without one (docs/DEPLOY.md).
+IMAGE ?= gpupack:0.1.0
+image:
+	@if command -v podman >/dev/null; then podman build -t $(IMAGE) -f Containerfile .; \
+	 else buildah bud -t $(IMAGE) -f Containerfile .; fi
+
+image-local: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target gpupack
+	@bash deploy/image/local-image.sh $(BUILD_DIR)/gpupack localhost/$(IMAGE)
 
 clean:
 	@rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) report

@@ -12,9 +12,10 @@ BUILD_PACKAGES=(
   libcurl4-openssl-dev libglpk-dev libsimdjson-dev libssl-dev ccache
 )
 # Real parts the tests drive: sanitizer builds and lint (clang), Prometheus,
-# a Go kube-scheduler stand-in, headless Chromium for the GPU map pages.
+# a Go kube-scheduler stand-in, headless Chromium for the GPU map pages,
+# buildah and podman for the image.
 TEST_PACKAGES=(
-  clang libclang-rt-14-dev clang-format clang-tidy prometheus golang-go chromium
+  clang libclang-rt-14-dev clang-format clang-tidy prometheus golang-go chromium buildah podman
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
 if [ "${1:-all}" != build ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
