@@ -216,6 +216,71 @@ void write_replay_outputs(const std::vector<ReplayResult>& results, const std::s
   if (!summary) throw std::runtime_error(fmt::format("{}: cannot open for writing", summary_path));
   summary << format_comparison_json(results);
   if (!summary) throw std::runtime_error(fmt::format("{}: write failed", summary_path));
+  const std::string chart_path = (std::filesystem::path(dir) / "memory.svg").string();
+  std::ofstream chart(chart_path);
+  if (!chart) throw std::runtime_error(fmt::format("{}: cannot open for writing", chart_path));
+  chart << replay_svg(results);
+  if (!chart) throw std::runtime_error(fmt::format("{}: write failed", chart_path));
+}
+
+std::string replay_svg(const std::vector<ReplayResult>& results) {
+  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+  constexpr double kLeft = 80, kTop = 50, kWidth = 640, kHeight = 320, kLegend = kLeft + kWidth + 20;
+  std::uint64_t last_event = 1, peak = 1;
+  for (const ReplayResult& r : results)
+    for (const SeriesPoint& p : r.series) {
+      last_event = std::max(last_event, p.event);
+      peak = std::max({peak, p.reserved_bytes, p.allocated_bytes});
+    }
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double top_gib = std::max(0.001, static_cast<double>(peak) / kGiB * 1.05);
+  auto x = [&](std::uint64_t e) { return kLeft + static_cast<double>(e) / static_cast<double>(last_event) * kWidth; };
+  auto y = [&](std::uint64_t bytes) { return kTop + (1.0 - static_cast<double>(bytes) / kGiB / top_gib) * kHeight; };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"28\" font-size=\"16\" text-anchor=\"middle\">Reserved (solid) and allocated (dashed) GPU "
+      "memory per configuration</text>\n"
+      "<text transform=\"translate(20,{}) rotate(-90)\" text-anchor=\"middle\">GiB</text>\n",
+      kLegend + 460, kTop + kHeight + 60, (kLegend + 460) / 2, kTop + kHeight / 2);
+  for (int g = 0; g <= 4; ++g) {
+    const double v = top_gib * g / 4.0, yy = kTop + (1.0 - g / 4.0) * kHeight;
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.2f}</text>\n",
+        kLeft, yy, kLeft + kWidth, kLeft - 6, yy + 4, v);
+  }
+  for (int g = 0; g <= 4; ++g) {
+    const std::uint64_t e = last_event * static_cast<std::uint64_t>(g) / 4;
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x(e), kTop + kHeight + 16, e);
+  }
+  svg += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n"
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">event</text>\n",
+      kLeft, kTop, kWidth, kHeight, kLeft + kWidth / 2, kTop + kHeight + 36);
+  for (std::size_t c = 0; c < results.size(); ++c) {
+    std::string reserved, allocated;
+    for (const SeriesPoint& p : results[c].series) {
+      reserved += fmt::format("{:.1f},{:.1f} ", x(p.event), y(p.reserved_bytes));
+      allocated += fmt::format("{:.1f},{:.1f} ", x(p.event), y(p.allocated_bytes));
+    }
+    const char* color = kColors[c % std::size(kColors)];
+    svg += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n", color, reserved);
+    svg += fmt::format(
+        "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1\" stroke-dasharray=\"4 3\" points=\"{}\"/>\n", color,
+        allocated);
+    const double ly = kTop + 10 + 20.0 * static_cast<double>(c);
+    std::string name;
+    for (char ch : label(results[c].summary.config))
+      name += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
+        "<text x=\"{4}\" y=\"{5:.1f}\">{6} (peak {7:.2f} GiB)</text>\n",
+        kLegend, ly, kLegend + 25, color, kLegend + 31, ly + 4, name,
+        static_cast<double>(results[c].summary.peak_reserved_bytes) / kGiB);
+  }
+  return svg + "</svg>\n";
 }
 
 }  // namespace gpupack

@@ -80,8 +80,11 @@ std::vector<std::string> default_comparison_configs();
 std::string format_comparison_table(const std::vector<ReplayResult>& results);
 // JSON summary of every result plus the recommendation.
 std::string format_comparison_json(const std::vector<ReplayResult>& results);
-// Writes series.csv (one row per sample and config) and summary.json into dir
-// (created if missing). Throws std::runtime_error on I/O errors.
+// Writes series.csv (one row per sample and config), summary.json and
+// memory.svg (replay_svg) into dir (created if missing). Throws
+// std::runtime_error on I/O errors.
 void write_replay_outputs(const std::vector<ReplayResult>& results, const std::string& dir);
+// Reserved and allocated memory over the events, one color per config.
+std::string replay_svg(const std::vector<ReplayResult>& results);
 
 }  // namespace gpupack

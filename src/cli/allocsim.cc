@@ -80,7 +80,7 @@ void run_allocsim(const AllocsimFlags& f) {
   const std::string name = results[best].summary.config.empty() ? "default" : results[best].summary.config;
   fmt::print("recommendation: PYTORCH_CUDA_ALLOC_CONF={} ({})\n", results[best].summary.config.empty() ? "\"\"" : name,
              reason);
-  if (!f.out_dir.empty()) fmt::print("series.csv and summary.json written to {}\n", f.out_dir);
+  if (!f.out_dir.empty()) fmt::print("series.csv, summary.json and memory.svg written to {}\n", f.out_dir);
 }
 
 }  // namespace
@@ -103,7 +103,7 @@ void add_allocsim_command(CLI::App& app) {
                   "standard set is compared");
   cmd->add_option("--cap", flags->cap, "device memory cap, e.g. 80GiB, 24GiB, 1073741824")->capture_default_str();
   cmd->add_option("--device", flags->device, "device index in a snapshot's device_traces")->capture_default_str();
-  cmd->add_option("-o,--out", flags->out_dir, "write series.csv and summary.json into this directory");
+  cmd->add_option("-o,--out", flags->out_dir, "write series.csv, summary.json and memory.svg into this directory");
   cmd->add_option("--write-trace", flags->write_trace, "also write the (generated or read) trace as CSV");
   cmd->add_option("--sample-every", flags->sample_every, "series sampling interval in events (0 = about 2000 points)");
   cmd->add_option("--format", flags->format, "what is printed: table or json")

@@ -8,8 +8,11 @@ namespace {
 
 std::string gpu_list(uint32_t mask) {
   std::string out;
-  for (int g = 0; g < 32; ++g)
-    if (mask & (1u << g)) out += (out.empty() ? "" : ",") + std::to_string(g);
+  for (int g = 0; g < 32; ++g) {
+    if (!(mask & (1u << g))) continue;
+    if (!out.empty()) out += ',';
+    out += std::to_string(g);
+  }
   return out;
 }
 

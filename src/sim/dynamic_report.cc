@@ -258,8 +258,34 @@ void write_dynamic_svg(const std::string& path, const std::vector<DynamicRunResu
                          kColors[r % std::size(kColors)], points);
     }
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">time (s, {} to {})</text>\n", kLeft + kWidth / 2,
-                     kTop + 2 * kPanel + kGap + 30, t0, t1);
+  // Time ticks from the first event: the smallest round step that gives at
+  // most 8 of them, labelled in minutes, hours or days.
+  constexpr int64_t kSteps[] = {1,     5,         10,        30,         60,         300,
+                                600,   1800,      3600,      3 * 3600,   21600,      43200,
+                                86400, 2 * 86400, 7 * 86400, 14 * 86400, 30 * 86400, 90 * 86400};
+  int64_t step = kSteps[std::size(kSteps) - 1];
+  for (int64_t st : kSteps)
+    if ((t1 - t0) / st <= 8) {
+      step = st;
+      break;
+    }
+  auto tick_label = [&](int64_t dt) {
+    if (step >= 86400) return fmt::format("{}d", dt / 86400);
+    if (step >= 3600) return fmt::format("{}h", dt / 3600);
+    if (step >= 60) return fmt::format("{}m", dt / 60);
+    return fmt::format("{}s", dt);
+  };
+  for (int64_t dt = 0; t0 + dt <= t1; dt += step) {
+    for (const Panel& pn : panels) {
+      svg += fmt::format(
+          "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#eee\"/>"
+          "<text class=\"tick\" x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+          x(t0 + dt), pn.top, pn.top + kPanel, pn.top + kPanel + 15, tick_label(dt));
+    }
+  }
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">time since the first event (t = {} s to {} s)</text>\n",
+      kLeft + kWidth / 2, kTop + 2 * kPanel + kGap + 34, t0, t1);
   for (size_t r = 0; r < runs.size(); ++r) {
     const double ly = kTop + 10 + 20.0 * static_cast<double>(r);
     svg += fmt::format(

@@ -103,6 +103,17 @@ TEST(AllocsimCli, ComparesConfigsAndWritesSeries) {
             "config_index,config,event,time_us,allocated_bytes,reserved_bytes,fragmentation,"
             "largest_free_block_bytes,device_allocs,ooms");
   EXPECT_TRUE(std::filesystem::exists(dir / "summary.json"));
+  // The chart: one reserved (solid) and one allocated (dashed) line per
+  // configuration, a legend entry each.
+  std::ifstream chart(dir / "memory.svg");
+  const std::string svg((std::istreambuf_iterator<char>(chart)), std::istreambuf_iterator<char>());
+  size_t lines = 0, dashed = 0;
+  for (size_t p = svg.find("<polyline"); p != std::string::npos; p = svg.find("<polyline", p + 1)) ++lines;
+  for (size_t p = svg.find("stroke-dasharray"); p != std::string::npos; p = svg.find("stroke-dasharray", p + 1))
+    ++dashed;
+  EXPECT_EQ(lines, 4u) << svg.substr(0, 400);
+  EXPECT_EQ(dashed, 2u);
+  EXPECT_NE(svg.find("expandable_segments:True (peak"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

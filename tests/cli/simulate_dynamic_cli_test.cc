@@ -43,7 +43,13 @@ TEST(SimulateDynamicCli, GeneratedGangsWithBackfillWriteSeriesSummaryAndChart) {
   std::string header;
   std::getline(series, header);
   EXPECT_EQ(header, "time_s,run,alloc_pct,frag_pct,queue_length,pending_gpu_milli,running_jobs");
-  EXPECT_TRUE(std::filesystem::exists(out + "/dynamic.svg"));
+  // The time axis has ticks, from 0 at the first event.
+  std::ifstream chart(out + "/dynamic.svg");
+  const std::string svg((std::istreambuf_iterator<char>(chart)), std::istreambuf_iterator<char>());
+  size_t ticks = 0;
+  for (size_t p = svg.find("class=\"tick\""); p != std::string::npos; p = svg.find("class=\"tick\"", p + 1)) ++ticks;
+  EXPECT_GE(ticks, 6u) << "three or more per panel";
+  EXPECT_NE(svg.find(">0h<"), std::string::npos) << svg.substr(0, 300);
 }
 
 TEST(SimulateDynamicCli, EverySeedIsRun) {

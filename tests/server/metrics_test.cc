@@ -30,8 +30,8 @@ std::set<std::string> families(const std::string& text) {
 // The metric names of docs/SERVE.md's table: the first cell of each row
 // that starts with a backticked metric; "`_ratio`" after "`a_b_milli`" is
 // "a_b_ratio".
-std::set<std::string> documented() {
-  std::ifstream in(std::string(GPUPACK_SOURCE_DIR) + "/docs/SERVE.md");
+std::set<std::string> documented(const std::string& doc = "docs/SERVE.md") {
+  std::ifstream in(std::string(GPUPACK_SOURCE_DIR) + "/" + doc);
   std::set<std::string> out;
   const std::regex name("`([a-z_]+)`");
   for (std::string line; std::getline(in, line);) {
@@ -55,6 +55,15 @@ TEST(Metrics, EveryFamilyIsDocumentedAndEveryDocumentedOneIsWritten) {
   ASSERT_FALSE(docs.empty()) << "no metric table in docs/SERVE.md";
   for (const std::string& n : written) EXPECT_TRUE(docs.count(n)) << n << " is written but not in docs/SERVE.md";
   for (const std::string& n : docs) EXPECT_TRUE(written.count(n)) << n << " is in docs/SERVE.md but not written";
+}
+
+// docs/KUBERNETES.md lists the series the alert rules rely on: each exists.
+TEST(Metrics, TheSeriesKubernetesMdNamesAreWritten) {
+  const std::string text =
+      render_metrics(ServiceMetrics{}, LatencyHistogram{}, RequestCounters{}) + render_process_metrics();
+  const std::set<std::string> written = families(text), docs = documented("docs/KUBERNETES.md");
+  EXPECT_GE(docs.size(), 5u) << "no metric table in docs/KUBERNETES.md";
+  for (const std::string& n : docs) EXPECT_TRUE(written.count(n)) << n << " is in docs/KUBERNETES.md but not written";
 }
 
 TEST(Metrics, ProcessMetricsComeFromThisProcess) {
