@@ -57,6 +57,7 @@ struct ServeFlags {
   bool accept_request_nodes = false;
   double gang_timeout_s = 20;
   double gang_bind_wait_s = 8;
+  double restart_grace_s = 5;
   std::vector<std::string> topology_labels;
   std::string pod_groups;
 };
@@ -201,6 +202,22 @@ void run_serve(const ServeFlags& f) {
     w.relist_s = f.resync_s;
     watch = std::make_unique<ClusterWatch>(*client, service, w);
     watch->start();  // lists (or throws), then watches
+    // A process killed while it wrote binds may have left requests in flight
+    // (an annotation PATCHed, its Binding not yet applied): such a Binding
+    // can land after this process listed. Pending pods that carry gpupack's
+    // assignment or gang commit say so; before serving, give those requests
+    // time to land (the watch applies them), so that no decision is made on
+    // GPUs a late Binding is about to take.
+    int intents = 0;
+    for (const K8sPod& p : service.pods())
+      if (p.node_name.empty() && !p.terminal() &&
+          (p.assigned || p.annotations.count(std::string(annotations::kGangCommit))))
+        ++intents;
+    if (intents > 0 && f.restart_grace_s > 0) {
+      log_info("waiting for binds a previous process left in flight",
+               {{"pods", std::to_string(intents)}, {"seconds", fmt::format("{}", f.restart_grace_s)}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int64_t>(f.restart_grace_s * 1000)));
+    }
     // Gang minimums are known before the first call (then every 10 s).
     std::map<std::string, int> groups;
     std::string group_error;
@@ -378,6 +395,11 @@ void add_serve_command(CLI::App& app) {
                   "bound with its gang); keep it below the scheduler's extender httpTimeout")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 3600.0));
+  cmd->add_option("--restart-grace", flags->restart_grace_s,
+                  "API mode: seconds to wait before serving when pending pods carry gpupack's assignment (binds "
+                  "of a previous process may still land)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 600.0));
   cmd->add_option("--topology-label", flags->topology_labels,
                   "node label naming a gang locality domain (a rack, a switch); repeat, narrowest first");
   cmd->add_option("--pod-groups", flags->pod_groups,

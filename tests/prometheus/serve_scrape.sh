@@ -110,3 +110,17 @@ while IFS= read -r expr; do
 done < <(grep -o '"expr": "[^"]*"' "$dashboard" | sed 's/^"expr": "//; s/"$//; s/\$__rate_interval/1m/g')
 [ "$queries" -ge 10 ] || { echo "only $queries dashboard queries found in $dashboard" >&2; exit 1; }
 echo "every dashboard query returned data ($queries queries)"
+
+# Every alert rule's expression, its thresholds opened (`> 0.2` as `>= 0`),
+# returns data: the series and labels the rules use exist in a real scrape.
+rules="$(dirname "$0")/../../deploy/prometheus-rules.yaml"
+alerts=0
+while IFS= read -r expr; do
+  [ -n "$expr" ] || continue
+  open_expr="$(echo "$expr" | sed -E 's/> *[0-9.]+/>= 0/g')"
+  result="$(promtool query instant "http://127.0.0.1:$pport" "$open_expr" 2>&1 || true)"
+  echo "$result" | grep -q ' => ' || { echo "alert expression returned no data: $open_expr" >&2; echo "$result" >&2; exit 1; }
+  alerts=$((alerts + 1))
+done < <(sed -n 's/^ *expr: //p' "$rules")
+[ "$alerts" -ge 3 ] || { echo "only $alerts alert expressions found in $rules" >&2; exit 1; }
+echo "every alert expression returned data with its threshold opened ($alerts alerts)"
