@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <filesystem>
@@ -211,23 +212,29 @@ void run_simulate(const SimulateFlags& f) {
   std::mutex maps_mu;
   std::map<size_t, nlohmann::json> maps;  // policy index -> map
   std::shared_ptr<const TargetWorkload> map_target;
+  std::vector<Request> map_probes;
   if (!f.out.empty()) {
     map_target = std::make_shared<const TargetWorkload>(
         TargetWorkload::from_requests(spec.trace.requests, spec.trace.model_keys));
+    // Stranded = no request of the workload could use the free capacity: its
+    // FGD classes, and each distinct request with hardware fields (a MIG
+    // profile, a sharing mode, GPU memory...), which the classes do not carry.
+    for (const TargetClass& c : map_target->classes) {
+      Request r;
+      r.cpu_milli = c.cpu_milli;
+      r.gpu_count = c.gpu_count;
+      r.gpu_milli = c.gpu_milli;
+      r.allowed_models = c.allowed_models;
+      map_probes.push_back(r);
+    }
+    for (const Request& r : spec.trace.requests)
+      if (!r.is_plain() && map_probes.size() < 500 &&
+          std::find(map_probes.begin(), map_probes.end(), r) == map_probes.end())
+        map_probes.push_back(r);
     spec.on_final_state = [&, seeds = spec.seeds.size()](size_t job, const ClusterState& state,
                                                          std::span<const std::string> names) {
       if (job % seeds != 0) return;
-      // Stranded = no class of the workload could use the free capacity.
-      std::vector<Request> probes;
-      for (const TargetClass& c : map_target->classes) {
-        Request r;
-        r.cpu_milli = c.cpu_milli;
-        r.gpu_count = c.gpu_count;
-        r.gpu_milli = c.gpu_milli;
-        r.allowed_models = c.allowed_models;
-        probes.push_back(r);
-      }
-      nlohmann::json map = gpu_map_json(state, cluster_metrics(state, *map_target, probes), *map_target, names);
+      nlohmann::json map = gpu_map_json(state, cluster_metrics(state, *map_target, map_probes), *map_target, names);
       std::lock_guard lock(maps_mu);
       maps[job / seeds] = std::move(map);
     };
