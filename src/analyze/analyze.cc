@@ -71,7 +71,7 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
     std::vector<std::string> names;
     names.reserve(pods.size());
     for (const K8sPod& p : pods) names.push_back(p.key());
-    r.gpu_map = gpu_map_json(state, m, *target, names, r.pending_by_reason);
+    r.gpu_map = gpu_map_json(state, m, names, r.pending_by_reason);
   }
 
   std::map<std::string, PoolReport> pools;

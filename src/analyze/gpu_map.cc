@@ -19,7 +19,7 @@ std::string pod_label(std::span<const std::string> names, PodId p) {
 
 }  // namespace
 
-nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& metrics, const TargetWorkload& target,
+nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& metrics,
                             std::span<const std::string> pod_names, const std::map<std::string, int>& pending_reasons) {
   using nlohmann::json;
   std::unordered_map<std::string_view, NodeId> node_of;
@@ -80,7 +80,7 @@ nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& met
                      {"mig_devices", std::move(mig_devices)},
                      {"alloc_milli", mn.allocated_milli},
                      {"capacity_milli", mn.capacity_milli},
-                     {"frag_milli", node_fragmentation_milli(target, state, n)},
+                     {"frag_milli", mn.fragmentation_milli},
                      {"gpus", std::move(gpus)}});
   }
   json pools = json::array();

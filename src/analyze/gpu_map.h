@@ -4,8 +4,8 @@
 // Contract:
 // - gpu_map_json() reads the state and the ClusterMetrics computed from it
 //   (frag/cluster_metrics.h; same order of nodes and GPUs): per node its
-//   model, allocated and capacity milli, FGD fragmentation (milli, against
-//   `target`); per GPU allocated milli, GPU memory (allocated, capacity),
+//   model, allocated and capacity milli, FGD fragmentation (milli, as the
+//   metrics computed it); per GPU allocated milli, GPU memory (allocated, capacity),
 //   whether it is stranded (and its stranded memory), the pods on it with
 //   their share, and on a MIG GPU its instances in their real slot positions
 //   (profile, start slice, slices, busy); MIG devices a node advertises only
@@ -20,7 +20,7 @@
 //   `refresh_s` seconds (live). Each GPU is one element of class "gpu"
 //   (plus "stranded" when stranded) with data-node and data-gpu, so a
 //   browser test can count and find them.
-// - Pure; O(GPUs + bound pods) plus the metrics' cost.
+// - Pure; O(GPUs + bound pods) once the metrics are computed.
 #pragma once
 
 #include <map>
@@ -35,7 +35,7 @@
 
 namespace gpupack {
 
-nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& metrics, const TargetWorkload& target,
+nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& metrics,
                             std::span<const std::string> pod_names,
                             const std::map<std::string, int>& pending_reasons = {});
 

@@ -234,7 +234,7 @@ void run_simulate(const SimulateFlags& f) {
     spec.on_final_state = [&, seeds = spec.seeds.size()](size_t job, const ClusterState& state,
                                                          std::span<const std::string> names) {
       if (job % seeds != 0) return;
-      nlohmann::json map = gpu_map_json(state, cluster_metrics(state, *map_target, map_probes), *map_target, names);
+      nlohmann::json map = gpu_map_json(state, cluster_metrics(state, *map_target, map_probes), names);
       std::lock_guard lock(maps_mu);
       maps[job / seeds] = std::move(map);
     };

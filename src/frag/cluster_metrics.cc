@@ -41,6 +41,7 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
       pool->capacity_milli += nm.capacity_milli;
       pool->free_milli += s.gpu_free_total_milli(n);
       const double frag = node_fragmentation_milli(target, s, n);
+      nm.fragmentation_milli = frag;
       pool->fragmentation_milli += frag;
       m.cluster_fragmentation_milli += frag;
       m.cluster_free_milli += s.gpu_free_total_milli(n);

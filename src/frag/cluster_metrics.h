@@ -46,6 +46,7 @@ struct ClusterMetrics {
     int64_t allocated_milli = 0;
     int64_t capacity_milli = 0;
     std::map<std::string, std::pair<int64_t, int64_t>> mig;  // profile -> (allocated, allocatable)
+    double fragmentation_milli = 0;                          // F(n) against the target
   };
   struct Pool {
     std::string model;

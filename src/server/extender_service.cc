@@ -1353,17 +1353,24 @@ ServiceMetrics ExtenderService::metrics() const {
 }
 
 nlohmann::json ExtenderService::gpu_map() const {
-  std::lock_guard lock(mu_);
-  const ServiceMetrics m = metrics_locked();
+  // Under the lock only what /metrics computes and a copy of the state;
+  // the map's JSON (megabytes at 5,000 nodes) is built outside it.
+  ServiceMetrics m;
+  std::optional<ClusterState> state;
   std::vector<std::string> names;
-  names.reserve(pods_.size());
-  for (const PodEntry& e : pods_)
-    names.push_back(e.pod.key() + (e.learned == Learned::kAssumed    ? " (assumed)"
-                                   : e.learned == Learned::kReserved ? " (reserved for its gang)"
-                                                                     : ""));
+  {
+    std::lock_guard lock(mu_);
+    m = metrics_locked();
+    state.emplace(*state_);
+    names.reserve(pods_.size());
+    for (const PodEntry& e : pods_)
+      names.push_back(e.pod.key() + (e.learned == Learned::kAssumed    ? " (assumed)"
+                                     : e.learned == Learned::kReserved ? " (reserved for its gang)"
+                                                                       : ""));
+  }
   std::map<std::string, int> reasons;
   for (const ServiceMetrics::Pending& p : m.pending) ++reasons[p.reason];
-  return gpu_map_json(*state_, m, *target_, names, reasons);
+  return gpu_map_json(*state, m, names, reasons);
 }
 
 ServiceMetrics ExtenderService::metrics_locked() const {
