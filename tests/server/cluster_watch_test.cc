@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -75,6 +77,8 @@ class WatchingApi {
     }
     port_ = srv_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
+    // stop() before the loop runs would be lost and join() would hang.
+    for (int i = 0; i < 500 && !srv_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ~WatchingApi() {
     {

@@ -8,6 +8,8 @@
 #include "server/kube_client.h"
 
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include "server/httplib_config.h"
 
 #include <openssl/bio.h>
@@ -168,6 +170,8 @@ class TlsFakeApi {
     port_ = srv_.bind_to_any_port("127.0.0.1");
     if (port_ <= 0) throw std::runtime_error("cannot bind the HTTPS fake API server");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
+    // stop() before the loop runs would be lost and join() would hang.
+    for (int i = 0; i < 500 && !srv_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ~TlsFakeApi() {
     srv_.stop();
