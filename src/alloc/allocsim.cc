@@ -1,5 +1,7 @@
 #include "alloc/allocsim.h"
 
+#include "util/strings.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -271,9 +273,7 @@ std::string replay_svg(const std::vector<ReplayResult>& results) {
         "<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1\" stroke-dasharray=\"4 3\" points=\"{}\"/>\n", color,
         allocated);
     const double ly = kTop + 10 + 20.0 * static_cast<double>(c);
-    std::string name;
-    for (char ch : label(results[c].summary.config))
-      name += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
+    const std::string name = html_escape(label(results[c].summary.config));
     svg += fmt::format(
         "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
         "<text x=\"{4}\" y=\"{5:.1f}\">{6} (peak {7:.2f} GiB)</text>\n",

@@ -1,6 +1,7 @@
 #include "analyze/analyze.h"
 
 #include "analyze/gpu_map.h"
+#include "util/strings.h"
 
 #include <fmt/format.h>
 
@@ -233,17 +234,7 @@ std::string format_text(const AnalysisReport& r) {
 
 std::string format_html(const AnalysisReport& r, const std::string& title) {
   std::string page = gpu_map_page(title, &r.gpu_map);
-  std::string text;
-  for (char ch : format_text(r)) {
-    if (ch == '<') {
-      text += "&lt;";
-    } else if (ch == '&') {
-      text += "&amp;";
-    } else {
-      text += ch;
-    }
-  }
-  const std::string report = "<h2>Report</h2><pre>" + text + "</pre>";
+  const std::string report = "<h2>Report</h2><pre>" + html_escape(format_text(r)) + "</pre>";
   const size_t end = page.rfind("</body>");
   page.insert(end, report);
   return page;

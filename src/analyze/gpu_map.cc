@@ -7,6 +7,7 @@
 
 #include "mig/mig_geometry.h"
 #include "mig/mig_slots.h"
+#include "util/strings.h"
 
 namespace gpupack {
 
@@ -208,24 +209,21 @@ function render(d){
 
 }  // namespace
 
-std::string gpu_map_page(const std::string& title, const nlohmann::json* embedded, const std::string& state_url,
-                         int refresh_s) {
-  std::string escaped_title;
-  for (char ch : title) {
-    switch (ch) {
-      case '<':
-        escaped_title += "&lt;";
-        break;
-      case '>':
-        escaped_title += "&gt;";
-        break;
-      case '&':
-        escaped_title += "&amp;";
-        break;
-      default:
-        escaped_title += ch;
+std::string script_json(const nlohmann::json& value) {
+  std::string out;
+  for (char ch : value.dump()) {
+    if (ch == '<') {
+      out += "\\u003c";
+    } else {
+      out += ch;
     }
   }
+  return out;
+}
+
+std::string gpu_map_page(const std::string& title, const nlohmann::json* embedded, const std::string& state_url,
+                         int refresh_s) {
+  const std::string escaped_title = html_escape(title);
   std::string out = "<!doctype html><html><head><meta charset=\"utf-8\"><title>" + escaped_title + "</title><style>";
   out += kStyle;
   out += "</style></head><body><h1>" + escaped_title +
@@ -238,18 +236,7 @@ std::string gpu_map_page(const std::string& title, const nlohmann::json* embedde
          "<span style=\"border:2px solid #d43c2c\"></span>stranded</span></div><div id=\"map\"></div><script>";
   out += kScript;
   if (embedded != nullptr) {
-    // </script> cannot appear inside the JSON: '/' is escaped.
-    std::string data = embedded->dump();
-    std::string safe;
-    safe.reserve(data.size());
-    for (char ch : data) {
-      if (ch == '<') {
-        safe += "\\u003c";
-      } else {
-        safe += ch;
-      }
-    }
-    out += "const DATA=" + safe +
+    out += "const DATA=" + script_json(*embedded) +
            ";function redraw(){render(DATA);}redraw();"
            "document.getElementById('sub').textContent='report';";
   } else {

@@ -39,6 +39,10 @@ nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& met
                             std::span<const std::string> pod_names,
                             const std::map<std::string, int>& pending_reasons = {});
 
+// JSON that can stand inside a <script> element ("</script>" cannot occur:
+// every '<' is written \u003c).
+std::string script_json(const nlohmann::json& value);
+
 std::string gpu_map_page(const std::string& title, const nlohmann::json* embedded, const std::string& state_url = "",
                          int refresh_s = 2);
 

@@ -96,24 +96,15 @@ void write_report_html(const std::string& path, const std::vector<PolicySummary>
                        const std::string& title, bool defrag) {
   nlohmann::json by_policy = nlohmann::json::object();
   for (const auto& [p, map] : maps) by_policy[policies.at(p)] = map;
-  const std::string first = maps.empty() ? "" : policies.at(maps.begin()->first);
   std::string page = gpu_map_page(title, maps.empty() ? nullptr : &maps.begin()->second);
-  auto esc = [](const std::string& text) {
-    std::string out;
-    for (char ch : text) out += ch == '<' ? std::string("&lt;") : ch == '&' ? std::string("&amp;") : std::string(1, ch);
-    return out;
-  };
   std::string head =
-      "<div class=\"report-head\"><h2>Policies</h2><pre>" + esc(format_comparison_table(summary)) + "</pre>";
-  if (defrag) head += "<pre>" + esc(format_defrag_table(summary)) + "</pre>";
+      "<div class=\"report-head\"><h2>Policies</h2><pre>" + html_escape(format_comparison_table(summary)) + "</pre>";
+  if (defrag) head += "<pre>" + html_escape(format_defrag_table(summary)) + "</pre>";
   head += "<div>" + allocation_svg(summary, "GPU allocation vs arrived workload") + "</div><div>" +
           fragmentation_svg(summary, "Fragmentation vs arrived workload") + "</div></div>";
   std::string select = "<h2>GPU map after the arrivals (first seed) <select id=\"policy\" onchange=\"pick()\">";
-  for (const auto& [p, map] : maps) select += "<option>" + esc(policies.at(p)) + "</option>";
-  std::string data = by_policy.dump();
-  std::string safe;
-  for (char ch : data) safe += ch == '<' ? std::string("\\u003c") : std::string(1, ch);
-  select += "</select></h2><script>const MAPS=" + safe +
+  for (const auto& [p, map] : maps) select += "<option>" + html_escape(policies.at(p)) + "</option>";
+  select += "</select></h2><script>const MAPS=" + script_json(by_policy) +
             ";function pick(){const p=document.getElementById('policy').value;DATA_OF=MAPS[p];render(MAPS[p]);}"
             "var DATA_OF=null;</script>";
   // Before the map's tools: the tables and charts, then the selector.
@@ -129,7 +120,6 @@ void write_report_html(const std::string& path, const std::vector<PolicySummary>
   if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", path));
   out << page;
   if (!out) throw std::runtime_error(fmt::format("{}: write failed", path));
-  (void)first;
 }
 
 void run_simulate(const SimulateFlags& f) {

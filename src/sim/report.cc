@@ -177,6 +177,26 @@ namespace {
 
 // One chart panel: x = arrived % in [x_lo, x_hi], y = allocation % in
 // [y_lo, y_hi], one polyline per policy.
+constexpr const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
+                                   "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
+
+std::string last_point(const std::vector<double>& curve);
+
+// One legend line per policy at x = left: its color and "policy (last point)"
+// of the chosen curve.
+std::string svg_legend(const std::vector<PolicySummary>& summary, double left, double top, bool fragmentation) {
+  std::string svg;
+  for (size_t i = 0; i < summary.size(); ++i) {
+    const double ly = top + 10 + 20.0 * static_cast<double>(i);
+    svg += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
+        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7})</text>\n",
+        left, ly, left + 25, kColors[i % std::size(kColors)], left + 31, ly + 4, summary[i].policy,
+        last_point(fragmentation ? summary[i].mean.frag_pct : summary[i].mean.alloc_pct));
+  }
+  return svg;
+}
+
 // "94.42% at 130": the curve's last defined point (a run stops short of 130 %
 // arrived when its workload does).
 std::string last_point(const std::vector<double>& curve) {
@@ -188,8 +208,6 @@ std::string last_point(const std::vector<double>& curve) {
 std::string svg_panel(const std::vector<PolicySummary>& summary, double left, double top, double width, double height,
                       int x_lo, int x_hi, int x_step, int y_lo, int y_hi, int y_step, const std::string& caption,
                       bool fragmentation = false) {
-  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   auto x = [&](double pct) { return left + (pct - x_lo) / (x_hi - x_lo) * width; };
   auto y = [&](double pct) { return top + (1.0 - (pct - y_lo) / (y_hi - y_lo)) * height; };
   std::string svg;
@@ -234,8 +252,6 @@ void write_allocation_svg(const std::string& path, const std::vector<PolicySumma
 }
 
 std::string fragmentation_svg(const std::vector<PolicySummary>& summary, const std::string& title) {
-  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   constexpr double kTop = 50, kHeight = 300, kLeft = 60, kWidth = 520, kLegend = kLeft + kWidth + 20;
   double highest = 1;
   for (const PolicySummary& s : summary)
@@ -250,20 +266,11 @@ std::string fragmentation_svg(const std::vector<PolicySummary>& summary, const s
       kLegend + 230, kTop + kHeight + 60, (kLegend + 230) / 2, title, kTop + kHeight / 2);
   svg += svg_panel(summary, kLeft, kTop, kWidth, kHeight, 0, kMaxArrivedPct, 10, 0, y_hi, y_hi >= 50 ? 10 : 5,
                    "arrived workload (% of cluster GPU capacity)", true);
-  for (size_t i = 0; i < summary.size(); ++i) {
-    const double ly = kTop + 10 + 20.0 * static_cast<double>(i);
-    svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
-        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7})</text>\n",
-        kLegend, ly, kLegend + 25, kColors[i % std::size(kColors)], kLegend + 31, ly + 4, summary[i].policy,
-        last_point(summary[i].mean.frag_pct));
-  }
+  svg += svg_legend(summary, kLegend, kTop, true);
   return svg + "</svg>\n";
 }
 
 std::string allocation_svg(const std::vector<PolicySummary>& summary, const std::string& title) {
-  static const char* kColors[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728",
-                                  "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"};
   // Left: the whole run (0..130 % arrived, 0..100 % allocated). Right: a zoom
   // on 80..130 % arrived, where the policies part ways.
   constexpr double kTop = 50, kHeight = 380, kLeftPanel = 60, kPanelWidth = 420, kGap = 70;
@@ -285,14 +292,7 @@ std::string allocation_svg(const std::vector<PolicySummary>& summary, const std:
                    "arrived workload (% of cluster GPU capacity)");
   svg += svg_panel(summary, kRightPanel, kTop, kPanelWidth, kHeight, 80, kMaxArrivedPct, 10, zoom_lo, 100,
                    zoom_lo >= 80 ? 2 : 5, "zoom: 80-130 % arrived");
-  for (size_t i = 0; i < summary.size(); ++i) {
-    const double ly = kTop + 10 + 20.0 * static_cast<double>(i);
-    svg += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"3\"/>"
-        "<text x=\"{4}\" y=\"{5:.1f}\">{6} ({7})</text>\n",
-        kLegend, ly, kLegend + 25, kColors[i % std::size(kColors)], kLegend + 31, ly + 4, summary[i].policy,
-        last_point(summary[i].mean.alloc_pct));
-  }
+  svg += svg_legend(summary, kLegend, kTop, false);
   svg += "</svg>\n";
   return svg;
 }

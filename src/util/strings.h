@@ -31,5 +31,7 @@ std::string excerpt(std::string_view text, size_t max_bytes = 80);
 std::string excerpt_around(std::string_view text, size_t byte, size_t max_bytes = 80);
 std::string error_text(std::string_view what, size_t max_bytes = 200);
 std::string nearest_name(std::string_view word, const std::vector<std::string>& candidates);
+// Text for HTML or SVG content and attribute values: & < > " escaped.
+std::string html_escape(std::string_view text);
 
 }  // namespace gpupack
