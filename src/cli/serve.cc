@@ -28,11 +28,13 @@
 #include "server/kubeconfig.h"
 #include "server/metrics.h"
 #include "util/files.h"
+#include "util/heap.h"
 #include "util/log.h"
 
 namespace gpupack::cli {
 namespace {
 
+constexpr auto kHeapReleaseInterval = std::chrono::seconds(30);
 std::atomic<int> g_stop{0};  // the signal that asked to stop; 0 = none
 extern "C" void on_signal(int sig) { g_stop = sig; }
 
@@ -132,6 +134,9 @@ void write_atomically(const std::string& path, const std::string& text) {
 
 void run_serve(const ServeFlags& f) {
   set_log_level(f.log_level);
+  // A long-running server: one heap arena per core, not glibc's eight, each
+  // of which would keep its own free memory (docs/SERVE.md, Memory).
+  limit_heap_arenas(static_cast<int>(std::max(2U, std::thread::hardware_concurrency())));
   const bool snapshot = !f.nodes.empty() || !f.pods.empty();
   ServiceOptions so;
   so.policy = f.policy;
@@ -270,9 +275,23 @@ void run_serve(const ServeFlags& f) {
   std::string reported_error, group_error;
   std::vector<std::string> reported_notes;
   auto next_groups = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto next_trim = std::chrono::steady_clock::now() + kHeapReleaseInterval;
   while (!g_stop) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     service.tick();  // gang and assumption timeouts; gang members a crash left unbound
+    if (std::chrono::steady_clock::now() >= next_trim) {
+      // Reloads free whole models at once; hand those pages back so that the
+      // resident set follows what is in use (gpupack_process_heap_*).
+      const auto t0 = std::chrono::steady_clock::now();
+      const int64_t released = release_free_heap();
+      next_trim = std::chrono::steady_clock::now() + kHeapReleaseInterval;
+      log_debug(
+          "heap released",
+          {{"bytes", std::to_string(released)},
+           {"ms",
+            fmt::format("{:.1f}",
+                        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count())}});
+    }
     if (client && std::chrono::steady_clock::now() >= next_groups) {
       // PodGroup objects change rarely: listed every 10 s, not watched.
       next_groups = std::chrono::steady_clock::now() + std::chrono::seconds(10);

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "util/heap.h"
 #include "util/version.h"
 
 namespace gpupack {
@@ -300,6 +301,14 @@ std::string render_process_metrics() {
         out += fmt::format("process_start_time_seconds {}\n", num(start));
       }
     }
+  }
+  if (const HeapStats heap = heap_stats(); heap.known) {
+    header(out, "gpupack_process_heap_in_use_bytes", "gauge",
+           "Heap bytes in use by the program (the C library's count, every arena).");
+    out += fmt::format("gpupack_process_heap_in_use_bytes {}\n", heap.in_use_bytes);
+    header(out, "gpupack_process_heap_free_bytes", "gauge",
+           "Heap bytes the C library holds free for reuse (part of the resident memory until released).");
+    out += fmt::format("gpupack_process_heap_free_bytes {}\n", heap.free_bytes);
   }
   std::error_code ec;
   size_t fds = 0;

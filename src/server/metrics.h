@@ -11,8 +11,9 @@
 //   passes `promtool check metrics`. Pure apart from reading the histogram.
 // - render_process_metrics() writes gpupack_build_info{version} and the
 //   standard process_* series of a Prometheus client (resident memory,
-//   start time, CPU seconds, open file descriptors), read from /proc/self;
-//   a figure /proc does not give is left out.
+//   start time, CPU seconds, open file descriptors), read from /proc/self,
+//   and gpupack_process_heap_{in_use,free}_bytes from the C library's heap
+//   counters (util/heap.h); a figure the system does not give is left out.
 #pragma once
 
 #include <array>

@@ -35,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -955,19 +956,43 @@ func (c *client) stats() object {
 
 // boundPods reads gpupack_bound_pods from the extender's /metrics.
 func boundPods(url string) (int, error) {
-	resp, err := http.Get(url + "/metrics")
+	v, err := metricValue(url, "gpupack_bound_pods")
 	if err != nil {
 		return 0, err
+	}
+	return strconv.Atoi(v)
+}
+
+// metricValue returns the value of the series written exactly as `series`
+// (name and labels) in the extender's /metrics; an error when absent.
+func metricValue(url, series string) (string, error) {
+	resp, err := http.Get(strings.TrimRight(url, "/") + "/metrics")
+	if err != nil {
+		return "", err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "gpupack_bound_pods" {
-			return strconv.Atoi(f[1])
+		line := sc.Text()
+		if strings.HasPrefix(line, series+" ") {
+			return strings.TrimPrefix(line, series+" "), nil
 		}
 	}
-	return 0, errors.New("no gpupack_bound_pods in /metrics")
+	return "", fmt.Errorf("no series %s in /metrics", series)
+}
+
+// metricMiB is a byte-valued series in MiB (one decimal), -1 when absent.
+func metricMiB(url, series string) float64 {
+	v, err := metricValue(url, series)
+	if err != nil {
+		return -1
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return -1
+	}
+	return math.Round(f/(1<<20)*10) / 10
 }
 
 // runMetric prints the value of the series written exactly as -series
@@ -977,21 +1002,12 @@ func runMetric(args []string) error {
 	url := fs.String("extender", "", "the extender's URL prefix")
 	series := fs.String("series", "", `e.g. gpupack_gangs_total{outcome="placed"}`)
 	fs.Parse(args)
-	resp, err := http.Get(strings.TrimRight(*url, "/") + "/metrics")
+	v, err := metricValue(*url, *series)
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, *series+" ") {
-			fmt.Println(strings.TrimPrefix(line, *series+" "))
-			return nil
-		}
-	}
-	return fmt.Errorf("no series %s in /metrics", *series)
+	fmt.Println(v)
+	return nil
 }
 
 func post(url string, body interface{}) error {
@@ -1352,7 +1368,7 @@ func rssKiB(pid int) int {
 // API's churn keeps them coming) and filter, prioritize and bind each
 // through the extender; one in 20 calls is a /metrics scrape. Every
 // `report` it prints a JSON line: requests, p50/p99 per verb over the
-// interval, errors, and the server's RSS.
+// interval, errors, the server's RSS and its heap in use and held free.
 func runSoak(args []string) error {
 	fs := flag.NewFlagSet("soak", flag.ExitOnError)
 	url := fs.String("extender", "", "the extender's URL prefix")
@@ -1471,7 +1487,9 @@ func runSoak(args []string) error {
 	emit := func() {
 		st.mu.Lock()
 		line := object{"t_s": int(time.Since(start).Seconds()), "rss_kib": rssKiB(*pid), "errors": st.errors,
-			"no_node": st.noNodes, "last_error": st.lastError}
+			"heap_in_use_mib": metricMiB(*url, "gpupack_process_heap_in_use_bytes"),
+			"heap_free_mib":   metricMiB(*url, "gpupack_process_heap_free_bytes"),
+			"no_node":         st.noNodes, "last_error": st.lastError}
 		for verb, ms := range st.ms {
 			line[verb] = object{"n": len(ms), "p50_ms": quantile(ms, 0.5), "p99_ms": quantile(ms, 0.99)}
 		}
