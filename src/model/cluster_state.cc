@@ -9,6 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <unordered_map>
 #include <unordered_set>
 #include "mig/mig_geometry.h"
 
@@ -65,6 +66,108 @@ ClusterState::ClusterState(std::vector<NodeSpec> nodes) : specs_(std::move(nodes
     gpu_capacity_milli_ += gpu_free_total_[i];
   }
   init_hardware();
+  tie_order_stamp_ = next_stamp();
+  classes_.reset(n);
+  for (size_t i = 0; i < n; ++i) reclassify(i);
+}
+
+namespace {
+// FNV-1a over 64-bit words: cheap and good enough to spread node states;
+// classes compare states exactly, so a collision only costs a comparison.
+struct Fnv {
+  uint64_t h = 1469598103934665603ULL;
+  void add(uint64_t v) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= (v >> (8 * b)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  }
+};
+}  // namespace
+
+uint64_t ClusterState::node_state_hash(size_t n) const {
+  Fnv f;
+  // Nodes with a hardware setup or a MIG GPU are classes of their own.
+  bool alone = hw_node_[n] != 0;
+  for (int g = 0; g < gpu_count_[n]; ++g) alone |= gpu_mig_[static_cast<size_t>(gpu_begin_[n] + g)] >= 0;
+  if (alone) {
+    f.add(~uint64_t{0});
+    f.add(n);
+    return f.h;
+  }
+  f.add(static_cast<uint64_t>(cpu_total_[n]));
+  f.add(static_cast<uint64_t>(cpu_free_[n]));
+  f.add(static_cast<uint64_t>(mem_total_[n]));
+  f.add(static_cast<uint64_t>(mem_free_[n]));
+  f.add(static_cast<uint64_t>(gpu_count_[n]) << 32 | gpu_model_[n]);
+  for (int g = 0; g < gpu_count_[n]; ++g) {
+    const size_t k = static_cast<size_t>(gpu_begin_[n] + g);
+    f.add(static_cast<uint64_t>(gpu_free_[k]));
+    f.add(static_cast<uint64_t>(gpu_mem_free_[k]));
+  }
+  for (uint16_t c : shapes_[n]) f.add(c);
+  for (const MigDeviceCount& d : mig_dev_free_[n]) f.add(static_cast<uint64_t>(d.count));
+  return f.h;
+}
+
+bool ClusterState::same_node_state(NodeId na, NodeId nb) const {
+  const size_t a = index(na), b = index(nb);
+  if (a == b) return true;
+  if (hw_node_[a] || hw_node_[b]) return false;
+  if (cpu_total_[a] != cpu_total_[b] || cpu_free_[a] != cpu_free_[b] || mem_total_[a] != mem_total_[b] ||
+      mem_free_[a] != mem_free_[b] || gpu_count_[a] != gpu_count_[b] || gpu_model_[a] != gpu_model_[b] ||
+      shapes_[a] != shapes_[b] || specs_[a].gpu_memory_mib != specs_[b].gpu_memory_mib)
+    return false;
+  const auto& da = mig_dev_free_[a];
+  const auto& db = mig_dev_free_[b];
+  if (da.size() != db.size()) return false;
+  for (size_t d = 0; d < da.size(); ++d) {
+    if (da[d].profile != db[d].profile || da[d].count != db[d].count) return false;
+    if (specs_[a].mig_devices[d].count != specs_[b].mig_devices[d].count) return false;
+  }
+  if (numa_count_[a] != numa_count_[b]) return false;
+  for (int u = 0; u < numa_count_[a]; ++u) {
+    const size_t ua = static_cast<size_t>(numa_begin_[a] + u), ub = static_cast<size_t>(numa_begin_[b] + u);
+    if (numa_cpu_total_[ua] != numa_cpu_total_[ub] || numa_cpu_free_[ua] != numa_cpu_free_[ub] ||
+        numa_mem_total_[ua] != numa_mem_total_[ub] || numa_mem_free_[ua] != numa_mem_free_[ub])
+      return false;
+  }
+  for (int g = 0; g < gpu_count_[a]; ++g) {
+    const size_t ga = static_cast<size_t>(gpu_begin_[a] + g), gb = static_cast<size_t>(gpu_begin_[b] + g);
+    if (gpu_mig_[ga] >= 0 || gpu_mig_[gb] >= 0) return false;
+    if (gpu_free_[ga] != gpu_free_[gb] || gpu_mode_[ga] != gpu_mode_[gb] || gpu_mem_total_[ga] != gpu_mem_total_[gb] ||
+        gpu_mem_free_[ga] != gpu_mem_free_[gb] || gpu_bw_free_[ga] != gpu_bw_free_[gb] ||
+        gpu_l2_free_[ga] != gpu_l2_free_[gb] || gpu_clients_[ga] != gpu_clients_[gb] ||
+        gpu_replicas_[ga] != gpu_replicas_[gb] || gpu_oversub_[ga] != gpu_oversub_[gb] ||
+        gpu_numa_[ga] != gpu_numa_[gb] || gpu_pcie_[ga] != gpu_pcie_[gb] || gpu_nvlink_[ga] != gpu_nvlink_[gb])
+      return false;
+  }
+  return true;
+}
+
+NodeSummary ClusterState::node_summary(size_t n) const {
+  NodeSummary sum;
+  sum.cpu_free_milli = cpu_free_[n];
+  sum.memory_free_mib = mem_free_[n];
+  sum.gpu_count = static_cast<int16_t>(gpu_count_[n]);
+  sum.plain = hw_node_[n] == 0;
+  for (int g = 0; g < gpu_count_[n]; ++g) {
+    const size_t k = static_cast<size_t>(gpu_begin_[n] + g);
+    sum.plain &= gpu_mig_[k] < 0;
+    sum.max_gpu_free_milli = std::max(sum.max_gpu_free_milli, gpu_free_[k]);
+    sum.whole_free_gpus += gpu_free_[k] == kGpuMilliPerGpu ? 1 : 0;
+  }
+  return sum;
+}
+
+void ClusterState::reclassify(size_t n) {
+  classes_.place(static_cast<int32_t>(n), node_state_hash(n), node_summary(n),
+                 [this](int32_t a, int32_t b) { return same_node_state(NodeId{a}, NodeId{b}); });
+}
+
+void ClusterState::set_tie_order(std::vector<int64_t> rank) {
+  classes_.set_order(std::move(rank));
+  tie_order_stamp_ = next_stamp();
 }
 
 std::optional<int> mig_profile_for(const MigGeometry& geo, const Request& req) {
@@ -452,6 +555,7 @@ void ClusterState::apply(PodId pod, const Request& req, const Assignment& where,
   }
   if (int tag = shape_tag(req); tag >= 0) shapes_[n][tag] += sign;
   version_[n] = next_stamp();
+  reclassify(n);
   if (index(pod) >= pods_.size()) pods_.resize(index(pod) + 1);
   PodRecord& rec = pods_[index(pod)];
   if (sign > 0) {
@@ -599,7 +703,49 @@ std::vector<std::string> ClusterState::check_invariants() const {
     }
     if (shapes[i] != shapes_[i]) errors.push_back(fmt::format("node {}: pod shape counts differ", names_[i]));
   }
+  check_classes(errors);
   return errors;
+}
+
+void ClusterState::check_classes(std::vector<std::string>& errors) const {
+  // As a rebuild from scratch would group them: each node in a class of its
+  // state, no two classes of one state, each class led by its first member.
+  const size_t n = names_.size();
+  size_t members = 0;
+  std::unordered_map<uint64_t, std::vector<int32_t>> leaders;
+  for (int32_t c : classes_.classes()) {
+    members += static_cast<size_t>(classes_.size(c));
+    const int32_t lead = classes_.first(c);
+    if (classes_.hash_of(c) != node_state_hash(static_cast<size_t>(lead)))
+      errors.push_back(fmt::format("node class of {}: stale state hash", names_[static_cast<size_t>(lead)]));
+    for (int32_t other : leaders[classes_.hash_of(c)])
+      if (same_node_state(NodeId{lead}, NodeId{other}))
+        errors.push_back(fmt::format("nodes {} and {}: same state, two classes", names_[static_cast<size_t>(lead)],
+                                     names_[static_cast<size_t>(other)]));
+    leaders[classes_.hash_of(c)].push_back(lead);
+  }
+  if (members != n) errors.push_back(fmt::format("node classes hold {} nodes, the cluster {}", members, n));
+  for (const NodeClasses::Live& l : classes_.live()) {
+    const NodeSummary want = node_summary(static_cast<size_t>(classes_.first(l.id)));
+    if (l.first != classes_.first(l.id) || l.size != classes_.size(l.id) ||
+        l.summary.cpu_free_milli != want.cpu_free_milli || l.summary.memory_free_mib != want.memory_free_mib ||
+        l.summary.max_gpu_free_milli != want.max_gpu_free_milli || l.summary.whole_free_gpus != want.whole_free_gpus ||
+        l.summary.gpu_count != want.gpu_count || l.summary.plain != want.plain)
+      errors.push_back(fmt::format("node class of {}: stale summary", names_[static_cast<size_t>(l.first)]));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t c = classes_.class_of(static_cast<int32_t>(i));
+    if (c < 0) {
+      errors.push_back(fmt::format("node {}: in no class", names_[i]));
+      continue;
+    }
+    const int32_t lead = classes_.first(c);
+    if (!same_node_state(NodeId{static_cast<int32_t>(i)}, NodeId{lead}))
+      errors.push_back(fmt::format("node {}: state differs from its class", names_[i]));
+    const auto key = [&](int32_t k) { return std::make_pair(classes_.order(k), k); };
+    if (key(static_cast<int32_t>(i)) < key(lead))
+      errors.push_back(fmt::format("node {}: before its class's first member", names_[i]));
+  }
 }
 
 }  // namespace gpupack

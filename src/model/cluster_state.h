@@ -22,6 +22,10 @@
 //   node. A plain request (Request::is_plain) on a node without hardware
 //   setup takes exactly the openb checks and charges; anything else is also
 //   checked per GPU by mode, and bind() refuses with the failed dimension.
+// - node_classes() groups the nodes by identical state (model/node_classes.h),
+//   kept current by every write; set_tie_order() sets the order in which a
+//   class's members are listed (a scheduler's node rank). Neither changes
+//   what is bound where.
 #pragma once
 
 #include <array>
@@ -36,6 +40,7 @@
 #include "model/gpu_catalog.h"
 #include "model/ids.h"
 #include "model/node.h"
+#include "model/node_classes.h"
 #include "model/request.h"
 #include "model/status.h"
 
@@ -158,8 +163,19 @@ class ClusterState {
   // Would `req` fit at `where` now? Same checks as bind(), no change.
   Status check_fit(const Request& req, const Assignment& where) const;
 
+  // --- nodes grouped by identical state ---
+  const NodeClasses& node_classes() const { return classes_; }
+  // One rank per node (lower first), or empty for the node index.
+  void set_tie_order(std::vector<int64_t> rank);
+  // A process-wide stamp of the last set_tie_order() (or construction), so
+  // that a caller can tell whether it checked this order already.
+  uint64_t tie_order_stamp() const { return tie_order_stamp_; }
+  // Do nodes a and b have the same state (see NodeClasses)? O(GPUs).
+  bool same_node_state(NodeId a, NodeId b) const;
+
   // Recomputes every derived quantity from the bound pods and compares; an
-  // empty result means all invariants hold. O(nodes + GPUs + pods).
+  // empty result means all invariants hold (node classes included).
+  // O(nodes + GPUs + pods).
   std::vector<std::string> check_invariants() const;
 
  private:
@@ -213,6 +229,13 @@ class ClusterState {
   std::vector<PodRecord> pods_;
   int bound_pods_ = 0;
   std::vector<LogEntry> log_;
+
+  uint64_t node_state_hash(size_t n) const;
+  NodeSummary node_summary(size_t n) const;
+  void check_classes(std::vector<std::string>& errors) const;
+  void reclassify(size_t n);
+  NodeClasses classes_;
+  uint64_t tie_order_stamp_ = 0;
 };
 
 }  // namespace gpupack

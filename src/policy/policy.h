@@ -7,6 +7,10 @@
 //   and the GPUs the pod would take on that node. It never changes the state.
 // - If normalizes_scores() is true the scheduler rescales raw scores over the
 //   feasible nodes to 0..100 (min-max, integer division) before choosing.
+// - scores_by_state() is true when score() depends only on the node's state
+//   (ClusterState::same_node_state) and the request, not on which node it is
+//   or how often score() was called; the scheduler then scores one node per
+//   class of identical nodes. A policy drawing random numbers says false.
 // Ties between nodes are broken by the scheduler (lowest node rank), never by
 // a policy. A policy object serves one ClusterState at a time and is not
 // thread-safe; policies may cache per-node results keyed by
@@ -34,6 +38,7 @@ class Policy {
   virtual void prepare(const ClusterState& state, const Request& req) {}
   virtual NodeScore score(const ClusterState& state, NodeId node, const Request& req) = 0;
   virtual bool normalizes_scores() const { return false; }
+  virtual bool scores_by_state() const { return true; }
 };
 
 }  // namespace gpupack

@@ -14,6 +14,7 @@ class RandomPolicy final : public Policy {
   explicit RandomPolicy(uint64_t seed) : rng_(seed) {}
   std::string_view name() const override { return "random"; }
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
+  bool scores_by_state() const override { return false; }  // one draw per node
 
  private:
   std::mt19937_64 rng_;

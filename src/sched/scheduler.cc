@@ -22,8 +22,30 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
   policy_.prepare(state, req);
   Decision d;
   const bool plain = req.is_plain();
-  const int count = candidates.empty() ? state.node_count() : static_cast<int>(candidates.size());
-  auto node_at = [&](int k) { return candidates.empty() ? NodeId{k} : candidates[static_cast<size_t>(k)]; };
+  // Either every node (or candidate) in turn, or one node per class of
+  // identical nodes standing for `weight` nodes (see the header).
+  const bool by_class = candidates.empty() && scored == nullptr && classes_apply(state);
+  const std::span<const NodeClasses::Live> live =
+      by_class ? state.node_classes().live() : std::span<const NodeClasses::Live>{};
+  const int count = by_class             ? static_cast<int>(live.size())
+                    : candidates.empty() ? state.node_count()
+                                         : static_cast<int>(candidates.size());
+  auto node_at = [&](int k) {
+    if (by_class) return NodeId{live[static_cast<size_t>(k)].first};
+    return candidates.empty() ? NodeId{k} : candidates[static_cast<size_t>(k)];
+  };
+  auto weight = [&](int k) { return by_class ? live[static_cast<size_t>(k)].size : 1; };
+  // A class whose summary shows the request cannot fit is skipped without
+  // touching its node (a necessary condition of the filter below).
+  auto ruled_out = [&](int k) {
+    if (!by_class) return false;
+    const NodeSummary& s = live[static_cast<size_t>(k)].summary;
+    if (s.cpu_free_milli < req.cpu_milli || s.memory_free_mib < req.memory_mib) return true;
+    if (!plain || !s.plain || req.gpu_count == 0) return false;
+    if (s.gpu_count < req.gpu_count) return true;
+    if (req.gpu_milli >= kGpuMilliPerGpu) return s.whole_free_gpus < req.gpu_count;
+    return s.max_gpu_free_milli < req.gpu_milli;
+  };
   // Filter: the openb check, or the hardware placement (kept in `hw`).
   Assignment hw;
   auto feasible = [&](NodeId n) {
@@ -40,10 +62,12 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
     if (valid(hw.node)) return hw;
     return {n, s.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
   };
+  // Highest score, then lowest rank, then lowest node index.
   int64_t best_score = 0, best_rank = 0;
   auto consider = [&](NodeId n, int64_t score, const Assignment& a) {
     const int64_t r = rank(n);
-    if (!d.placed() || score > best_score || (score == best_score && r < best_rank)) {
+    if (!d.placed() || score > best_score ||
+        (score == best_score && (r < best_rank || (r == best_rank && n < d.assignment.node)))) {
       best_score = score;
       best_rank = r;
       d.assignment = a;
@@ -52,9 +76,10 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
   if (!policy_.normalizes_scores() && scored == nullptr) {
     // The hot path: one pass, no allocation.
     for (int k = 0; k < count; ++k) {
+      if (ruled_out(k)) continue;
       const NodeId n = node_at(k);
       if (!feasible(n)) continue;
-      ++d.feasible_nodes;
+      d.feasible_nodes += weight(k);
       const NodeScore s = policy_.score(state, n, req);
       consider(n, s.score, placed_at(n, s));
     }
@@ -64,14 +89,15 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
     if (scored == nullptr) list.clear();
     int64_t lo = 0, hi = 0;
     for (int k = 0; k < count; ++k) {
+      if (ruled_out(k)) continue;
       const NodeId n = node_at(k);
       if (!feasible(n)) continue;
+      d.feasible_nodes += weight(k);
       const NodeScore s = policy_.score(state, n, req);
       if (list.size() == first || s.score < lo) lo = s.score;
       if (list.size() == first || s.score > hi) hi = s.score;
       list.push_back({n, s.score, placed_at(n, s)});
     }
-    d.feasible_nodes = static_cast<int>(list.size() - first);
     for (size_t k = first; k < list.size(); ++k) {
       ScoredNode& c = list[k];
       if (policy_.normalizes_scores()) c.score = hi == lo ? 0 : (c.score - lo) * 100 / (hi - lo);
@@ -81,6 +107,20 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
   d.score = best_score;
   if (!d.placed() && explain_failures_) d.reason = most_common_reason(state, req);
   return d;
+}
+
+bool Scheduler::classes_apply(const ClusterState& state) {
+  if (!use_classes_ || !node_mask_.empty() || !policy_.scores_by_state()) return false;
+  if (order_checked_for_ != &state || order_checked_stamp_ != state.tie_order_stamp()) {
+    // Once per state and tie order: is the state's order this rank?
+    order_checked_for_ = &state;
+    order_checked_stamp_ = state.tie_order_stamp();
+    const NodeClasses& classes = state.node_classes();
+    order_matches_ = node_rank_.empty() ? classes.order_is_index() : !classes.order_is_index();
+    for (size_t i = 0; order_matches_ && i < node_rank_.size(); ++i)
+      order_matches_ = classes.order(static_cast<int32_t>(i)) == node_rank_[i];
+  }
+  return order_matches_;
 }
 
 Decision Scheduler::schedule(ClusterState& state, PodId pod, const Request& req) {

@@ -17,6 +17,13 @@
 // setup, the in-node placement (GPUs, MIG instance, NUMA node) comes from
 // choose_placement() with the scheduler's PlacementOptions; the policy's
 // score still ranks the nodes.
+// Node classes: with no candidate list, no score list asked for, no node mask,
+// a policy that scores by state alone and a rank equal to the state's tie
+// order (ClusterState::set_tie_order; index order when both are default),
+// decide() scores one node per class of identical nodes (the class's first
+// in rank order), so its cost follows the number of distinct node states, not
+// of nodes; the decision is the one the full walk makes. set_use_node_classes
+// (false) forces the walk (differential tests, benchmarks).
 // evaluate() is decide() over `candidates` (empty = every node, in index
 // order; the mask still applies) that can also report every feasible
 // candidate's final score (after min-max normalisation when the policy asks
@@ -60,8 +67,10 @@ class Scheduler {
   // When off, a failed decision leaves `reason` kNone and skips the second
   // pass over the nodes that finds it (simulators that only count failures).
   void set_explain_failures(bool on) { explain_failures_ = on; }
+  void set_use_node_classes(bool on) { use_classes_ = on; }
   Decision schedule(ClusterState& state, PodId pod, const Request& req);
   Policy& policy() { return policy_; }
+  std::span<const int64_t> node_rank() const { return node_rank_; }
   // Nodes with mask[i] == 0 are skipped; empty = all nodes. The mask must
   // cover every node and outlive its use; the caller owns it.
   void set_node_mask(std::span<const uint8_t> mask) { node_mask_ = mask; }
@@ -78,9 +87,16 @@ class Scheduler {
   std::vector<int64_t> node_rank_;
   bool allowed(int i) const { return node_mask_.empty() || node_mask_[static_cast<size_t>(i)] != 0; }
 
+  bool classes_apply(const ClusterState& state);
+
   std::vector<ScoredNode> scratch_;
   std::span<const uint8_t> node_mask_;
   bool explain_failures_ = true;
+  bool use_classes_ = true;
+  // The state and tie order for which the rank was found equal (or not).
+  const ClusterState* order_checked_for_ = nullptr;
+  uint64_t order_checked_stamp_ = 0;
+  bool order_matches_ = false;
   PlacementOptions placement_;
 };
 

@@ -53,6 +53,8 @@ class Simulation {
         planner_(placer_, &target),
         frag_(target, state_) {
     scheduler_.set_explain_failures(false);
+    // The scheduler's rank as the state's tie order: decisions by node class.
+    state_.set_tie_order({scheduler_.node_rank().begin(), scheduler_.node_rank().end()});
     for (const auto& [queue, milli] : o.quota_gpu_milli) quota_.set_quota(queue, milli);
     jobs_.resize(w.jobs.size());
     int32_t next_pod = 0;

@@ -46,6 +46,7 @@ StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const R
                            const std::function<void(ClusterState&, StaticRunResult&)>& after_arrivals) {
   const auto start = std::chrono::steady_clock::now();
   ClusterState state(nodes);
+  state.set_tie_order(node_rank);  // decisions by node class (sched/scheduler.h)
   Scheduler scheduler(policy, std::move(node_rank));
   scheduler.set_explain_failures(false);
   FragTracker frag(frag_target, state);

@@ -1,0 +1,104 @@
+// NodeClasses: the nodes of a ClusterState grouped by identical state.
+//
+// Two nodes in the same class have the same capacity, model, free CPU and
+// memory, free milli (and every other per-GPU figure) on each GPU in order,
+// pods by shape and MIG devices; nodes with a hardware setup or a MIG GPU
+// are always alone. So every policy that scores by state alone gives every
+// member the same score and GPUs, and a scheduler may score one member per
+// class: the member first in the tie order (see Scheduler).
+//
+// Contract:
+// - ClusterState owns one and keeps it current on every bind, unbind and
+//   rollback (place() with the node's new state hash); O(log class size)
+//   plus one state comparison per move.
+// - classes() lists the live (non-empty) class ids in no particular order;
+//   first(c) is the member with the lowest (order, node index), size(c) the
+//   member count. class_of(node) is the node's class. live() lists the same
+//   classes with their first member, size and a NodeSummary of their state
+//   in one contiguous array, for a filter that skips classes without
+//   touching the nodes.
+// - The tie order defaults to the node index; set_order() replaces it (one
+//   value per node) and regroups nothing, only re-sorts members.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace gpupack {
+
+// What a filter needs to rule a class out, the same for every member.
+struct NodeSummary {
+  int64_t cpu_free_milli = 0;
+  int64_t memory_free_mib = 0;
+  int32_t max_gpu_free_milli = 0;  // the freest GPU
+  int16_t whole_free_gpus = 0;     // GPUs with nothing on them
+  int16_t gpu_count = 0;
+  bool plain = false;  // no hardware setup: the openb filter applies
+};
+
+class NodeClasses {
+ public:
+  struct Live {
+    int32_t id = 0, first = 0, size = 0;
+    NodeSummary summary;
+  };
+
+  // Every node unplaced; place() each once to start.
+  void reset(size_t nodes);
+  // Moves `node` into the class of nodes whose state hashes to `hash` and
+  // for which same(node, member) holds, or into a new class (summarised by
+  // `summary`).
+  template <class Same>
+  void place(int32_t node, uint64_t hash, const NodeSummary& summary, Same&& same);
+
+  std::span<const int32_t> classes() const { return live_ids_; }
+  std::span<const Live> live() const { return live_; }
+  int32_t first(int32_t c) const { return classes_[static_cast<size_t>(c)].members.begin()->second; }
+  int32_t size(int32_t c) const { return static_cast<int32_t>(classes_[static_cast<size_t>(c)].members.size()); }
+  int32_t class_of(int32_t node) const { return class_of_[static_cast<size_t>(node)]; }
+  uint64_t hash_of(int32_t c) const { return classes_[static_cast<size_t>(c)].hash; }
+
+  void set_order(std::vector<int64_t> order);
+  int64_t order(int32_t node) const { return order_.empty() ? node : order_[static_cast<size_t>(node)]; }
+  bool order_is_index() const { return order_.empty(); }
+
+ private:
+  struct Class {
+    uint64_t hash = 0;
+    std::set<std::pair<int64_t, int32_t>> members;  // (order, node)
+    int32_t live_pos = -1;                          // index in live_, -1 when empty
+  };
+  void remove(int32_t node);
+  int32_t new_class(uint64_t hash, const NodeSummary& summary);
+  void refresh_live(int32_t c);  // first and size of c into live_
+
+  std::vector<int32_t> class_of_;  // -1 = not placed
+  std::vector<Class> classes_;
+  std::vector<Live> live_;
+  std::vector<int32_t> live_ids_, free_;
+  std::unordered_map<uint64_t, std::vector<int32_t>> by_hash_;  // live classes by state hash
+  std::vector<int64_t> order_;                                  // empty = node index
+};
+
+template <class Same>
+void NodeClasses::place(int32_t node, uint64_t hash, const NodeSummary& summary, Same&& same) {
+  remove(node);
+  int32_t target = -1;
+  if (auto it = by_hash_.find(hash); it != by_hash_.end()) {
+    for (int32_t c : it->second)
+      if (same(node, first(c))) {
+        target = c;
+        break;
+      }
+  }
+  if (target < 0) target = new_class(hash, summary);
+  classes_[static_cast<size_t>(target)].members.emplace(order(node), node);
+  class_of_[static_cast<size_t>(node)] = target;
+  refresh_live(target);
+}
+
+}  // namespace gpupack
