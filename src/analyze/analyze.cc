@@ -19,11 +19,6 @@ namespace gpupack {
 
 namespace {
 
-DefragPlanner& planner_slot() {
-  static DefragPlanner planner;
-  return planner;
-}
-
 // Workload name: app.kubernetes.io/name or app label, else the pod name
 // without a trailing "-<suffix>" of a controller.
 std::string workload_of(const K8sPod& p) {
@@ -38,8 +33,6 @@ std::string workload_of(const K8sPod& p) {
 }
 
 }  // namespace
-
-void set_defrag_planner(DefragPlanner planner) { planner_slot() = std::move(planner); }
 
 AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
                                const DcgmObservations* dcgm) {
@@ -144,17 +137,6 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
     }
   }
 
-  if (planner_slot()) {
-    std::vector<NodeSpec> specs;
-    for (const K8sNode& n : nodes) specs.push_back(n.spec);
-    ClusterState state(std::move(specs));
-    apply_rebuilt(state, pods, rebuild_assignments(nodes, pods));
-    state.commit();
-    r.defrag.available = true;
-    r.defrag.plan = planner_slot()(state, nodes, pods);
-  } else {
-    r.defrag.note = "no defragmentation planner is linked into this build (see set_defrag_planner)";
-  }
   return r;
 }
 
@@ -228,7 +210,11 @@ std::string format_text(const AnalysisReport& r) {
                     r.unattributed.size(), r.conflicts);
     for (const std::string& u : r.unattributed) out += "  " + u + "\n";
   }
-  out += "\ndefragmentation plan: " + (r.defrag.available ? r.defrag.plan.dump(1) : r.defrag.note) + "\n";
+  if (r.defrag.available) {
+    out += "\ndefragmentation (moves that would admit the pending GPU pods):\n" + r.defrag.text;
+  } else if (!r.defrag.note.empty()) {
+    out += "\ndefragmentation: " + r.defrag.note + "\n";
+  }
   return out;
 }
 

@@ -18,10 +18,10 @@
 //   the largest FB_USED seen on its GPUs. Advice "over-sized" when observed
 //   < 50% of requested, "under-sized" when above requested, else "ok"; the
 //   suggestion is observed x 1.2 rounded up to 1 GiB.
-// - Defragmentation: the planner lives elsewhere; set_defrag_planner()
-//   installs one. Without it the report says so (defrag.available = false).
-// - Pure apart from the planner hook (a process-wide function, set once
-//   before use). O(nodes x GPUs x request shapes + pods).
+// - Defragmentation: plan_admission() (below) plans the moves that would
+//   admit the pending GPU pods, within a move budget, on the input of
+//   analyze/defrag_input.h; `gpupack analyze` adds it to the report.
+// - Pure. O(nodes x GPUs x request shapes + pods).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -68,8 +68,9 @@ struct RightSize {
 
 struct DefragReport {
   bool available = false;
-  std::string note;
-  nlohmann::json plan;  // planner output when available
+  std::string note;     // why there is no plan, when there is none
+  nlohmann::json plan;  // defrag/plan_writers.h plan_to_json
+  std::string text;     // the plan for people: steps, then the pods held in place
 };
 
 struct AnalysisReport {
@@ -85,11 +86,12 @@ struct AnalysisReport {
   nlohmann::json gpu_map;  // analyze/gpu_map.h: every node and GPU, for --format html
 };
 
-// The defragmentation planner hook: given the rebuilt state and the pods
-// (PodId i = pods[i]), returns the plan as JSON.
-using DefragPlanner =
-    std::function<nlohmann::json(const ClusterState&, const std::vector<K8sNode>&, const std::vector<K8sPod>&)>;
-void set_defrag_planner(DefragPlanner planner);
+// The moves (at most `max_moves_pct` % of the running pods, at least one,
+// PodDisruptionBudgets honoured, held pods never moved) that admit the pending GPU pods;
+// the planner of defrag/planner.h. No plan, with a note, when nothing is
+// pending.
+DefragReport plan_admission(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
+                            const std::vector<K8sPdb>& pdbs, double max_moves_pct = 5.0);
 
 AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
                                const DcgmObservations* dcgm);

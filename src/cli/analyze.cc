@@ -10,6 +10,7 @@
 #include <string>
 
 #include "analyze/analyze.h"
+#include "analyze/defrag_input.h"
 #include "cli/commands.h"
 #include "io/dcgm.h"
 #include "io/kubectl.h"
@@ -22,7 +23,7 @@ namespace gpupack::cli {
 namespace {
 
 struct AnalyzeFlags {
-  std::string nodes, pods, claims, dcgm, format = "table", out;
+  std::string nodes, pods, claims, pdbs, dcgm, format = "table", out;
   std::string kubeconfig, context;
 };
 
@@ -36,6 +37,8 @@ void run_analyze(const AnalyzeFlags& f) {
   std::vector<K8sNode> nodes;
   std::vector<K8sPod> pods;
   std::vector<K8sResourceClaim> claims;
+  std::vector<K8sPdb> pdbs;
+  std::string pdb_error;  // set when the budgets could not be read: no plan then
   if (!f.nodes.empty() || !f.pods.empty()) {
     if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
     if (!f.kubeconfig.empty() || !f.context.empty())
@@ -43,8 +46,10 @@ void run_analyze(const AnalyzeFlags& f) {
     nodes = read_node_list_file(f.nodes);
     pods = read_pod_list_file(f.pods);
     if (!f.claims.empty()) claims = read_resource_claim_list_file(f.claims);
+    if (!f.pdbs.empty()) pdbs = read_pdb_list_file(f.pdbs);
   } else {
     if (!f.claims.empty()) throw std::invalid_argument("--claims goes with --nodes/--pods (the live API lists them)");
+    if (!f.pdbs.empty()) throw std::invalid_argument("--pdbs goes with --nodes/--pods (the live API lists them)");
     // No files: the live cluster, found as kubectl finds it.
     KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
     KubeClient client(cfg, 60);
@@ -56,6 +61,12 @@ void run_analyze(const AnalyzeFlags& f) {
     } else if (c.status != 404) {  // 404: the cluster does not serve DRA
       fmt::print(stderr, "gpupack analyze: {}; GPUs allocated through DRA are not charged\n", c.error);
     }
+    const KubeResponse b = client.list_pdbs();
+    if (b.error.empty()) {
+      pdbs = parse_pdb_list(b.body, "GET " + cfg.server + "/apis/policy/v1/poddisruptionbudgets");
+    } else {
+      pdb_error = b.error;
+    }
   }
   const std::vector<std::string> claim_notes = apply_resource_claims(pods, claims);
   std::optional<DcgmObservations> obs;
@@ -63,6 +74,11 @@ void run_analyze(const AnalyzeFlags& f) {
     obs = observe_dcgm(parse_prometheus_text(read_file_bounded(f.dcgm), f.dcgm), f.dcgm);
   }
   AnalysisReport r = analyze_cluster(nodes, pods, obs ? &*obs : nullptr);
+  if (pdb_error.empty()) {
+    r.defrag = plan_admission(nodes, pods, pdbs);
+  } else {
+    r.defrag.note = "not planned: PodDisruptionBudgets could not be listed (" + pdb_error + ")";
+  }
   r.unattributed.insert(r.unattributed.end(), claim_notes.begin(), claim_notes.end());
   const std::string text = f.format == "json"   ? to_json(r).dump(2) + "\n"
                            : f.format == "html" ? format_html(r, "gpupack analyze: GPU map")
@@ -85,6 +101,8 @@ void add_analyze_command(CLI::App& app) {
                                      "memory right-sizing from kubectl JSON or the live API");
   cmd->add_option("--nodes", flags->nodes, "`kubectl get nodes -o json` output (without --nodes/--pods: the live API)");
   cmd->add_option("--pods", flags->pods, "`kubectl get pods -A -o json` output");
+  cmd->add_option("--pdbs", flags->pdbs,
+                  "`kubectl get pdb -A -o json` output: the defragmentation plan honours these budgets");
   cmd->add_option("--claims", flags->claims,
                   "`kubectl get resourceclaims -A -o json` output: GPUs allocated through DRA are charged");
   cmd->add_option("--kubeconfig", flags->kubeconfig,

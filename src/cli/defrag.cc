@@ -1,22 +1,30 @@
-// gpupack defrag: plan the moves that defragment a saved cluster state and
-// print the plan (table, JSON or a Kubernetes eviction list).
+// gpupack defrag: plan the moves that defragment a cluster (a saved state, a
+// live cluster read from the API, or kubectl JSON files) and print the plan
+// (table, JSON or a Kubernetes eviction list).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <stdexcept>
 
+#include "analyze/defrag_input.h"
 #include "cli/commands.h"
 #include "defrag/methods.h"
 #include "defrag/plan_writers.h"
 #include "defrag/snapshot.h"
 #include "policy/registry.h"
+#include "server/kube_client.h"
+#include "server/kubeconfig.h"
 
 namespace gpupack::cli {
 namespace {
 
 struct DefragFlags {
   std::string state, goal = "admit", format = "table", out, method = "planner", policy = "bestfit";
+  std::string kubeconfig, context, nodes, pods, pdbs, exempt_label = "gpupack.io/defrag=never";
+  bool live = false;
   int max_moves = -1;
   double max_moves_pct = -1;
   int64_t max_moved_gpus = -1;
@@ -26,6 +34,42 @@ struct DefragFlags {
   bool gang = false;
   bool no_local_search = false;
 };
+
+// The planner's input from exactly one source: --state, kubectl JSON files
+// (--nodes/--pods[/--pdbs]) or the live API (--kubeconfig/--context/--live).
+LiveDefragInput load_input(const DefragFlags& f) {
+  const bool files = !f.nodes.empty() || !f.pods.empty() || !f.pdbs.empty();
+  const bool api = f.live || !f.kubeconfig.empty() || !f.context.empty();
+  if (int(!f.state.empty()) + int(files) + int(api) != 1)
+    throw std::invalid_argument(
+        "give one source: --state FILE, --nodes/--pods [--pdbs] files, or the live cluster (--kubeconfig, "
+        "--context or --live)");
+  if (!f.state.empty()) return {read_snapshot(f.state), {}, {}};
+  LiveDefragOptions opt;
+  const size_t eq = f.exempt_label.find('=');
+  if (!f.exempt_label.empty() && (eq == std::string::npos || eq == 0))
+    throw std::invalid_argument(fmt::format("--exempt-label '{}': expected KEY=VALUE", f.exempt_label));
+  opt.exempt_label_key = f.exempt_label.empty() ? "" : f.exempt_label.substr(0, eq);
+  opt.exempt_label_value = f.exempt_label.empty() ? "" : f.exempt_label.substr(eq + 1);
+  if (files) {
+    if (f.nodes.empty() || f.pods.empty()) throw std::invalid_argument("--nodes and --pods go together");
+    return live_defrag_input(read_node_list_file(f.nodes), read_pod_list_file(f.pods),
+                             f.pdbs.empty() ? std::vector<K8sPdb>{} : read_pdb_list_file(f.pdbs), opt);
+  }
+  KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
+  KubeClient client(cfg, 60);
+  auto body = [](const KubeResponse& r) {
+    if (!r.error.empty()) throw std::runtime_error(r.error);
+    return r.body;
+  };
+  std::vector<K8sNode> nodes = parse_node_list(body(client.list_nodes()), "GET " + cfg.server + "/api/v1/nodes");
+  std::vector<K8sPod> pods = parse_pod_list(body(client.list_pods()), "GET " + cfg.server + "/api/v1/pods");
+  // Budgets are what keep a plan safe: a cluster that will not list them
+  // gets no plan (unlike DRA claims, they are core API).
+  std::vector<K8sPdb> pdbs =
+      parse_pdb_list(body(client.list_pdbs()), "GET " + cfg.server + "/apis/policy/v1/poddisruptionbudgets");
+  return live_defrag_input(nodes, pods, pdbs, opt);
+}
 
 void run_defrag(const DefragFlags& f) {
   if (f.format != "table" && f.format != "json" && f.format != "evictions")
@@ -38,7 +82,8 @@ void run_defrag(const DefragFlags& f) {
   if (goal.kind == GoalKind::kFragBelow && f.frag_below < 0)
     throw std::invalid_argument(
         "--goal frag needs --frag-below PCT (the FGD fragmentation to reach, % of GPU capacity)");
-  Snapshot snap = read_snapshot(f.state);
+  LiveDefragInput in = load_input(f);
+  Snapshot& snap = in.snapshot;
   goal.frag_threshold_pct = std::max(0.0, f.frag_below);
   if (goal.kind == GoalKind::kAdmitPending) goal.pending = snap.pending;
   std::vector<Request> all;
@@ -63,7 +108,10 @@ void run_defrag(const DefragFlags& f) {
   const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
 
   std::string text;
-  if (f.format == "table") text = format_plan_table(plan, snap.state, snap.infos);
+  if (f.format == "table") {
+    text = format_plan_table(plan, snap.state, snap.infos);
+    text += held_summary(in.held);
+  }
   if (f.format == "json") text = plan_to_json(plan, snap.state, snap.infos).dump(2) + "\n";
   if (f.format == "evictions") text = eviction_list(plan, snap.state, snap.infos).dump(2) + "\n";
   if (f.out.empty()) {
@@ -80,10 +128,19 @@ void run_defrag(const DefragFlags& f) {
 
 void add_defrag_command(CLI::App& app) {
   auto flags = std::make_shared<DefragFlags>();
-  auto* cmd = app.add_subcommand("defrag", "plan pod moves that defragment a saved cluster state");
-  cmd->add_option("--state", flags->state, "cluster state (gpupack-state/v1 JSON, e.g. from simulate --save-state)")
-      ->required();
-  cmd->add_option("--goal", flags->goal, "admit (the state's pending pods), free-gpus, free-nodes or frag")
+  auto* cmd = app.add_subcommand("defrag", "plan pod moves that defragment a cluster (saved, live or kubectl JSON)");
+  cmd->add_option("--state", flags->state, "cluster state (gpupack-state/v1 JSON, e.g. from simulate --save-state)");
+  cmd->add_option("--kubeconfig", flags->kubeconfig,
+                  "plan for the live cluster with this kubeconfig (see --live for the default search)");
+  cmd->add_option("--context", flags->context, "kubeconfig context to use instead of current-context");
+  cmd->add_flag("--live", flags->live,
+                "plan for the live cluster found as kubectl finds it (KUBECONFIG, ~/.kube/config, in-cluster)");
+  cmd->add_option("--nodes", flags->nodes, "`kubectl get nodes -o json` output (instead of --state or the API)");
+  cmd->add_option("--pods", flags->pods, "`kubectl get pods -A -o json` output");
+  cmd->add_option("--pdbs", flags->pdbs, "`kubectl get pdb -A -o json` output (PodDisruptionBudgets)");
+  cmd->add_option("--exempt-label", flags->exempt_label, "KEY=VALUE: pods with this label are never moved ('' = none)")
+      ->capture_default_str();
+  cmd->add_option("--goal", flags->goal, "admit (the pending pods), free-gpus, free-nodes or frag")
       ->capture_default_str();
   cmd->add_flag("--gang", flags->gang, "with --goal admit: admit all pending pods or none");
   // -1 (the default) = no limit; anything else below 0 is a mistake.

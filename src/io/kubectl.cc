@@ -841,6 +841,30 @@ void read_pod_claims(const std::string& obj, const json& j, K8sPod& p) {
 
 }  // namespace
 
+// The controller, node-local volumes and priority class (K8sPod).
+void read_pod_mobility(const std::string& obj, const json& meta, const json& spec, K8sPod& p) {
+  if (const json* owners = array_member(obj, meta, "ownerReferences", "metadata.ownerReferences")) {
+    for (size_t i = 0; i < owners->size(); ++i) {
+      const std::string path = fmt::format("metadata.ownerReferences[{}]", i);
+      const json& o = (*owners)[i];
+      if (!o.is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(o)));
+      if (!bool_member(obj, o, "controller", path + ".controller")) continue;
+      p.controller_kind = string_member(obj, o, "kind", path + ".kind");
+      p.controller_name = string_member(obj, o, "name", path + ".name");
+      if (p.controller_kind.empty()) fail(obj, path + ".kind", "missing or empty");
+    }
+  }
+  if (const json* volumes = array_member(obj, spec, "volumes", "spec.volumes")) {
+    for (size_t i = 0; i < volumes->size(); ++i) {
+      const json& v = (*volumes)[i];
+      if (!v.is_object()) fail(obj, fmt::format("spec.volumes[{}]", i), "expected an object");
+      if (member(v, "emptyDir") != nullptr || member(v, "hostPath") != nullptr)
+        p.local_volumes.push_back(string_member(obj, v, "name", fmt::format("spec.volumes[{}].name", i)));
+    }
+  }
+  p.priority_class_name = string_member(obj, spec, "priorityClassName", "spec.priorityClassName");
+}
+
 K8sPod parse_pod(const json& j) {
   if (!j.is_object()) throw std::invalid_argument(fmt::format("Pod: expected an object, got {}", short_dump(j)));
   std::string obj = "Pod";
@@ -864,6 +888,7 @@ K8sPod parse_pod(const json& j) {
     p.phase = string_member(obj, *status, "phase", "status.phase");
   }
   read_pod_claims(obj, j, p);
+  read_pod_mobility(obj, *meta, *spec, p);
 
   ResourceTotals totals = effective_requests(obj, *spec);
   p.request.cpu_milli = totals.count("cpu") ? totals["cpu"] : 0;
@@ -968,6 +993,78 @@ std::vector<K8sPodGroup> parse_pod_group_list(std::string_view text, std::string
 
 std::vector<K8sPodGroup> read_pod_group_list_file(const std::string& path, std::vector<std::string>* rejected) {
   return parse_pod_group_list(read_file(path), path, rejected);
+}
+
+bool K8sPdb::selects(const K8sPod& pod) const {
+  if (!has_selector || pod.namespace_name != namespace_name) return false;
+  for (const auto& [k, v] : match_labels) {
+    auto it = pod.labels.find(k);
+    if (it == pod.labels.end() || it->second != v) return false;
+  }
+  for (const K8sLabelRequirement& r : match_expressions) {
+    auto it = pod.labels.find(r.key);
+    const bool has = it != pod.labels.end();
+    const bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    if ((r.op == "In" && !in) || (r.op == "NotIn" && in) || (r.op == "Exists" && !has) ||
+        (r.op == "DoesNotExist" && has))
+      return false;
+  }
+  return true;
+}
+
+K8sPdb parse_pdb(const json& j) {
+  if (!j.is_object())
+    throw std::invalid_argument(fmt::format("PodDisruptionBudget: expected an object, got {}", short_dump(j)));
+  std::string obj = "PodDisruptionBudget";
+  const json* meta = object_member(obj, j, "metadata", "metadata");
+  if (meta == nullptr) fail(obj, "metadata", "missing");
+  K8sPdb b;
+  b.name = string_member(obj, *meta, "name", "metadata.name");
+  if (b.name.empty()) fail(obj, "metadata.name", "missing or empty");
+  b.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
+  if (b.namespace_name.empty()) b.namespace_name = "default";
+  obj = "PodDisruptionBudget " + excerpt(b.key());
+  if (const json* spec = object_member(obj, j, "spec", "spec")) {
+    if (const json* sel = object_member(obj, *spec, "selector", "spec.selector")) {
+      b.has_selector = true;
+      b.match_labels = string_map(obj, *sel, "matchLabels", "spec.selector.matchLabels");
+      if (const json* exprs = array_member(obj, *sel, "matchExpressions", "spec.selector.matchExpressions")) {
+        for (size_t i = 0; i < exprs->size(); ++i) {
+          const std::string path = fmt::format("spec.selector.matchExpressions[{}]", i);
+          const json& e = (*exprs)[i];
+          if (!e.is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(e)));
+          K8sLabelRequirement r{
+              string_member(obj, e, "key", path + ".key"), string_member(obj, e, "operator", path + ".operator"), {}};
+          if (r.op != "In" && r.op != "NotIn" && r.op != "Exists" && r.op != "DoesNotExist")
+            fail(obj, path + ".operator",
+                 fmt::format("\"{}\": expected In, NotIn, Exists or DoesNotExist", excerpt(r.op)));
+          if (const json* values = array_member(obj, e, "values", path + ".values")) {
+            for (size_t k = 0; k < values->size(); ++k) {
+              if (!(*values)[k].is_string()) fail(obj, fmt::format("{}.values[{}]", path, k), "expected a string");
+              r.values.push_back((*values)[k].get<std::string>());
+            }
+          }
+          b.match_expressions.push_back(std::move(r));
+        }
+      }
+    }
+  }
+  if (const json* status = object_member(obj, j, "status", "status")) {
+    if (const json* a = member(*status, "disruptionsAllowed")) {
+      if (!a->is_number_integer() || a->get<int64_t>() < 0 || a->get<int64_t>() > 1000000)
+        fail(obj, "status.disruptionsAllowed", fmt::format("expected a non-negative integer, got {}", short_dump(*a)));
+      b.disruptions_allowed = static_cast<int32_t>(a->get<int64_t>());
+    }
+  }
+  return b;
+}
+
+std::vector<K8sPdb> parse_pdb_list(std::string_view text, std::string_view source, std::vector<std::string>* rejected) {
+  return parse_items<K8sPdb>(text, source, rejected, [](const json& j) { return parse_pdb(j); });
+}
+
+std::vector<K8sPdb> read_pdb_list_file(const std::string& path, std::vector<std::string>* rejected) {
+  return parse_pdb_list(read_file(path), path, rejected);
 }
 
 std::vector<K8sResourceClaim> read_resource_claim_list_file(const std::string& path,

@@ -180,6 +180,13 @@ struct K8sPod {
   // for its extended resources (status.extendedResourceClaimStatus).
   std::vector<std::string> resource_claims;
   std::string extended_resource_claim;
+  // What decides whether the pod may be moved (defragmentation): its
+  // controller (the ownerReference with controller: true; "" when none),
+  // its volumes on the node's own disk (emptyDir, hostPath), its priority
+  // class.
+  std::string controller_kind, controller_name;
+  std::vector<std::string> local_volumes;
+  std::string priority_class_name;
 
   std::string key() const { return namespace_name + "/" + name; }
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
@@ -232,11 +239,30 @@ struct K8sPodGroup {
   std::string key() const { return namespace_name + "/" + name; }
 };
 
+// A PodDisruptionBudget (policy/v1): which pods of its namespace it selects
+// and how many of them may be disrupted now (status.disruptionsAllowed, 0
+// when the controller has not said). A null selector selects no pod, an
+// empty one every pod of the namespace (policy/v1 semantics).
+struct K8sLabelRequirement {
+  std::string key, op;  // op: In, NotIn, Exists, DoesNotExist
+  std::vector<std::string> values;
+};
+struct K8sPdb {
+  std::string namespace_name, name;
+  bool has_selector = false;
+  std::map<std::string, std::string> match_labels;
+  std::vector<K8sLabelRequirement> match_expressions;
+  int32_t disruptions_allowed = 0;
+  std::string key() const { return namespace_name + "/" + name; }
+  bool selects(const K8sPod& pod) const;
+};
+
 // Single objects (a parsed JSON value); errors name the object.
 K8sNode parse_node(const nlohmann::json& node);
 K8sPod parse_pod(const nlohmann::json& pod);
 K8sResourceClaim parse_resource_claim(const nlohmann::json& claim);
 K8sPodGroup parse_pod_group(const nlohmann::json& group);
+K8sPdb parse_pdb(const nlohmann::json& pdb);
 
 // Lists (`{"kind":"List","items":[...]}`, also NodeList/PodList) from text.
 // When `rejected` is null the first bad item throws; otherwise bad items are
@@ -260,6 +286,9 @@ std::vector<K8sPodGroup> parse_pod_group_list(std::string_view json_text, std::s
                                               std::vector<std::string>* rejected = nullptr);
 std::vector<K8sPodGroup> read_pod_group_list_file(const std::string& path,
                                                   std::vector<std::string>* rejected = nullptr);
+std::vector<K8sPdb> parse_pdb_list(std::string_view json_text, std::string_view source,
+                                   std::vector<std::string>* rejected = nullptr);
+std::vector<K8sPdb> read_pdb_list_file(const std::string& path, std::vector<std::string>* rejected = nullptr);
 
 // The pod's request as it would be charged on `node`: shared replicas become
 // ceil(1000 * replicas / node.gpu_replicas) milli of one GPU unless the pod

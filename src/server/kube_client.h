@@ -95,6 +95,8 @@ class KubeClient {
   KubeResponse list_resource_claims() const {
     return request("GET", "/apis/resource.k8s.io/v1/resourceclaims", "", "");
   }
+  // PodDisruptionBudgets (policy/v1) of every namespace.
+  KubeResponse list_pdbs() const { return request("GET", "/apis/policy/v1/poddisruptionbudgets", "", ""); }
   // PodGroups (spec.minMember) of scheduler-plugins' coscheduling, Volcano
   // and KAI-Scheduler; HTTP 404 where that API is not installed.
   KubeResponse list_coscheduling_pod_groups() const {

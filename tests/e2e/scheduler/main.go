@@ -1315,6 +1315,20 @@ func runBench(args []string) error {
 		}
 	}
 	s := c.stats()
+	// The floor of this machine: the same client and connection, a GET of
+	// /healthz (no body, no decision), after the pairs.
+	var health []float64
+	for i := 0; i < *calls; i++ {
+		start := time.Now()
+		resp, err := c.http.Get(c.url + "/healthz")
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		health = append(health, float64(time.Since(start).Microseconds())/1000)
+	}
+	s["healthz_p50_ms"], s["healthz_p99_ms"] = quantile(health, 0.5), quantile(health, 0.99)
 	b, _ := json.Marshal(s)
 	fmt.Println(string(b))
 	if *statsPath != "" {
