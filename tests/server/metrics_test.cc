@@ -2,6 +2,7 @@
 // render_process_metrics() write is documented in docs/SERVE.md's table and
 // every documented one is written; process metrics are read from /proc.
 #include "server/metrics.h"
+#include "util/heap.h"
 
 #include <gtest/gtest.h>
 
@@ -54,7 +55,16 @@ TEST(Metrics, EveryFamilyIsDocumentedAndEveryDocumentedOneIsWritten) {
   const std::set<std::string> written = families(text), docs = documented();
   ASSERT_FALSE(docs.empty()) << "no metric table in docs/SERVE.md";
   for (const std::string& n : written) EXPECT_TRUE(docs.count(n)) << n << " is written but not in docs/SERVE.md";
-  for (const std::string& n : docs) EXPECT_TRUE(written.count(n)) << n << " is in docs/SERVE.md but not written";
+  // The heap figures are left out where the C library does not give them
+  // (sanitizer builds own the heap), never written as zeros.
+  const bool heap_known = heap_stats().known;
+  for (const std::string& n : docs) {
+    if (!heap_known && n.rfind("gpupack_process_heap_", 0) == 0) {
+      EXPECT_FALSE(written.count(n)) << n << " is written though the heap is not known";
+      continue;
+    }
+    EXPECT_TRUE(written.count(n)) << n << " is in docs/SERVE.md but not written";
+  }
 }
 
 // docs/KUBERNETES.md lists the series the alert rules rely on: each exists.
