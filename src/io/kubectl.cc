@@ -841,8 +841,26 @@ void read_pod_claims(const std::string& obj, const json& j, K8sPod& p) {
 
 }  // namespace
 
+// The opening every namespaced object shares: an object with metadata, a
+// non-empty name, the namespace ("default" when absent). Sets `name`, `ns`
+// and `obj` (the object's label for later errors, "Kind ns/name"); returns
+// the metadata. Errors name the kind.
+static const json& read_namespaced_identity(const json& j, const std::string& kind, std::string& ns, std::string& name,
+                                            std::string& obj) {
+  if (!j.is_object()) throw std::invalid_argument(fmt::format("{}: expected an object, got {}", kind, short_dump(j)));
+  obj = kind;
+  const json* meta = object_member(obj, j, "metadata", "metadata");
+  if (meta == nullptr) fail(obj, "metadata", "missing");
+  name = string_member(obj, *meta, "name", "metadata.name");
+  if (name.empty()) fail(obj, "metadata.name", "missing or empty");
+  ns = string_member(obj, *meta, "namespace", "metadata.namespace");
+  if (ns.empty()) ns = "default";
+  obj = kind + " " + excerpt(ns + "/" + name);
+  return *meta;
+}
+
 // The controller, node-local volumes and priority class (K8sPod).
-void read_pod_mobility(const std::string& obj, const json& meta, const json& spec, K8sPod& p) {
+static void read_pod_mobility(const std::string& obj, const json& meta, const json& spec, K8sPod& p) {
   if (const json* owners = array_member(obj, meta, "ownerReferences", "metadata.ownerReferences")) {
     for (size_t i = 0; i < owners->size(); ++i) {
       const std::string path = fmt::format("metadata.ownerReferences[{}]", i);
@@ -866,19 +884,12 @@ void read_pod_mobility(const std::string& obj, const json& meta, const json& spe
 }
 
 K8sPod parse_pod(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument(fmt::format("Pod: expected an object, got {}", short_dump(j)));
-  std::string obj = "Pod";
-  const json* meta = object_member(obj, j, "metadata", "metadata");
-  if (meta == nullptr) fail(obj, "metadata", "missing");
   K8sPod p;
-  p.name = string_member(obj, *meta, "name", "metadata.name");
-  if (p.name.empty()) fail(obj, "metadata.name", "missing or empty");
-  p.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
-  if (p.namespace_name.empty()) p.namespace_name = "default";
-  obj = "Pod " + excerpt(p.key());
-  p.uid = string_member(obj, *meta, "uid", "metadata.uid");
-  p.labels = string_map(obj, *meta, "labels", "metadata.labels");
-  p.annotations = string_map(obj, *meta, "annotations", "metadata.annotations");
+  std::string obj;
+  const json& meta = read_namespaced_identity(j, "Pod", p.namespace_name, p.name, obj);
+  p.uid = string_member(obj, meta, "uid", "metadata.uid");
+  p.labels = string_map(obj, meta, "labels", "metadata.labels");
+  p.annotations = string_map(obj, meta, "annotations", "metadata.annotations");
 
   const json* spec = object_member(obj, j, "spec", "spec");
   if (spec == nullptr) fail(obj, "spec", "missing");
@@ -888,7 +899,7 @@ K8sPod parse_pod(const json& j) {
     p.phase = string_member(obj, *status, "phase", "status.phase");
   }
   read_pod_claims(obj, j, p);
-  read_pod_mobility(obj, *meta, *spec, p);
+  read_pod_mobility(obj, meta, *spec, p);
 
   ResourceTotals totals = effective_requests(obj, *spec);
   p.request.cpu_milli = totals.count("cpu") ? totals["cpu"] : 0;
@@ -901,18 +912,9 @@ K8sPod parse_pod(const json& j) {
 }
 
 K8sResourceClaim parse_resource_claim(const json& j) {
-  if (!j.is_object()) {
-    throw std::invalid_argument(fmt::format("ResourceClaim: expected an object, got {}", short_dump(j)));
-  }
-  std::string obj = "ResourceClaim";
-  const json* meta = object_member(obj, j, "metadata", "metadata");
-  if (meta == nullptr) fail(obj, "metadata", "missing");
   K8sResourceClaim c;
-  c.name = string_member(obj, *meta, "name", "metadata.name");
-  if (c.name.empty()) fail(obj, "metadata.name", "missing or empty");
-  c.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
-  if (c.namespace_name.empty()) c.namespace_name = "default";
-  obj = "ResourceClaim " + excerpt(c.key());
+  std::string obj;
+  (void)read_namespaced_identity(j, "ResourceClaim", c.namespace_name, c.name, obj);
   const json* status = object_member(obj, j, "status", "status");
   if (status == nullptr) return c;
   if (const json* alloc = object_member(obj, *status, "allocation", "status.allocation")) {
@@ -967,16 +969,9 @@ std::vector<K8sResourceClaim> parse_resource_claim_list(std::string_view text, s
 }
 
 K8sPodGroup parse_pod_group(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument(fmt::format("PodGroup: expected an object, got {}", short_dump(j)));
-  std::string obj = "PodGroup";
-  const json* meta = object_member(obj, j, "metadata", "metadata");
-  if (meta == nullptr) fail(obj, "metadata", "missing");
   K8sPodGroup g;
-  g.name = string_member(obj, *meta, "name", "metadata.name");
-  if (g.name.empty()) fail(obj, "metadata.name", "missing or empty");
-  g.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
-  if (g.namespace_name.empty()) g.namespace_name = "default";
-  obj = "PodGroup " + excerpt(g.key());
+  std::string obj;
+  (void)read_namespaced_identity(j, "PodGroup", g.namespace_name, g.name, obj);
   const json* spec = object_member(obj, j, "spec", "spec");
   if (spec == nullptr || !spec->contains("minMember")) fail(obj, "spec.minMember", "missing");
   const json& m = (*spec)["minMember"];
@@ -1013,17 +1008,9 @@ bool K8sPdb::selects(const K8sPod& pod) const {
 }
 
 K8sPdb parse_pdb(const json& j) {
-  if (!j.is_object())
-    throw std::invalid_argument(fmt::format("PodDisruptionBudget: expected an object, got {}", short_dump(j)));
-  std::string obj = "PodDisruptionBudget";
-  const json* meta = object_member(obj, j, "metadata", "metadata");
-  if (meta == nullptr) fail(obj, "metadata", "missing");
   K8sPdb b;
-  b.name = string_member(obj, *meta, "name", "metadata.name");
-  if (b.name.empty()) fail(obj, "metadata.name", "missing or empty");
-  b.namespace_name = string_member(obj, *meta, "namespace", "metadata.namespace");
-  if (b.namespace_name.empty()) b.namespace_name = "default";
-  obj = "PodDisruptionBudget " + excerpt(b.key());
+  std::string obj;
+  (void)read_namespaced_identity(j, "PodDisruptionBudget", b.namespace_name, b.name, obj);
   if (const json* spec = object_member(obj, j, "spec", "spec")) {
     if (const json* sel = object_member(obj, *spec, "selector", "spec.selector")) {
       b.has_selector = true;
