@@ -18,9 +18,8 @@
 //   the largest FB_USED seen on its GPUs. Advice "over-sized" when observed
 //   < 50% of requested, "under-sized" when above requested, else "ok"; the
 //   suggestion is observed x 1.2 rounded up to 1 GiB.
-// - Defragmentation: plan_admission() (below) plans the moves that would
-//   admit the pending GPU pods, within a move budget, on the input of
-//   analyze/defrag_input.h; `gpupack analyze` adds it to the report.
+// - Defragmentation: plan_admission() (analyze/defrag_input.h) fills
+//   `defrag`; `gpupack analyze` adds it to the report.
 // - Pure. O(nodes x GPUs x request shapes + pods).
 #pragma once
 
@@ -85,13 +84,6 @@ struct AnalysisReport {
   DefragReport defrag;
   nlohmann::json gpu_map;  // analyze/gpu_map.h: every node and GPU, for --format html
 };
-
-// The moves (at most `max_moves_pct` % of the running pods, at least one,
-// PodDisruptionBudgets honoured, held pods never moved) that admit the pending GPU pods;
-// the planner of defrag/planner.h. No plan, with a note, when nothing is
-// pending.
-DefragReport plan_admission(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
-                            const std::vector<K8sPdb>& pdbs, double max_moves_pct = 5.0);
 
 AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
                                const DcgmObservations* dcgm);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "analyze/analyze.h"
 #include "analyze/cluster_model.h"
 #include "defrag/methods.h"
 #include "defrag/plan_writers.h"

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "analyze/analyze.h"
 #include "defrag/snapshot.h"
 #include "io/kubectl.h"
 
@@ -45,6 +46,13 @@ LiveDefragInput live_defrag_input(const std::vector<K8sNode>& nodes, const std::
 // Why `pod` may not be moved ("" when it may), by the rules above, the
 // budgets aside.
 std::string held_reason(const K8sPod& pod, const LiveDefragOptions& options);
+// The moves (at most `max_moves_pct` % of the running pods, at least one,
+// PodDisruptionBudgets honoured, held pods never moved) that admit the pending GPU pods;
+// the planner of defrag/planner.h. No plan, with a note, when nothing is
+// pending.
+DefragReport plan_admission(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
+                            const std::vector<K8sPdb>& pdbs, double max_moves_pct = 5.0);
+
 // The held pods grouped by reason, a line each (at most five names), for
 // people; "" when none.
 std::string held_summary(const std::map<std::string, std::string>& held);
