@@ -34,11 +34,12 @@ LiveDefragInput live_defrag_input(const std::vector<K8sNode>& nodes, const std::
     specs.push_back(model_node(nodes[i]));
     node_index[nodes[i].spec.name] = static_cast<int>(i);
   }
-  LiveDefragInput in{Snapshot{ClusterState(std::move(specs)), {}, {}, {}}, {}, {}};
+  LiveDefragInput in{Snapshot{ClusterState(std::move(specs)), {}, {}, {}}, {}, {}, {}};
   Snapshot& snap = in.snapshot;
   ChargeResult charged = charge_running_pods(snap.state, nodes, node_index, pods);
   snap.state.commit();
   in.messages = std::move(charged.messages);
+  in.pods = pods;
   snap.infos.resize(pods.size());
   for (size_t i = 0; i < pods.size(); ++i) {
     const K8sPod& p = pods[i];

@@ -38,6 +38,7 @@ struct LiveDefragInput {
   Snapshot snapshot;
   std::map<std::string, std::string> held;  // "ns/name" -> why it stays (running GPU pods)
   std::vector<std::string> messages;
+  std::vector<K8sPod> pods;  // what it was built from (PodId i = pods[i]); empty for a saved state
 };
 
 LiveDefragInput live_defrag_input(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,

@@ -1,12 +1,20 @@
 // gpupack defrag: plan the moves that defragment a cluster (a saved state, a
 // live cluster read from the API, or kubectl JSON files) and print the plan
 // (table, JSON or a Kubernetes eviction list).
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "analyze/defrag_input.h"
@@ -14,9 +22,11 @@
 #include "defrag/methods.h"
 #include "defrag/plan_writers.h"
 #include "defrag/snapshot.h"
+#include "execute/defrag_executor.h"
 #include "policy/registry.h"
 #include "server/kube_client.h"
 #include "server/kubeconfig.h"
+#include "util/files.h"
 
 namespace gpupack::cli {
 namespace {
@@ -33,7 +43,87 @@ struct DefragFlags {
   double time_limit = 0;
   bool gang = false;
   bool no_local_search = false;
+  // --apply: the executor (execute/defrag_executor.h).
+  bool apply = false, resume = false, release = false;
+  std::string journal = "gpupack-defrag-journal.json", metrics_file;
+  double interval_s = 10, poll_s = 1, step_timeout_s = 600, retry_429_s = 5, reservation_ttl_s = 1800;
+  int max_429_retries = 5;
 };
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop = true; }
+
+std::chrono::milliseconds ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
+}
+
+void write_exec_metrics(const std::string& path, const ExecJournal& j) {
+  if (path.empty()) return;
+  std::string text =
+      "# HELP gpupack_defrag_steps Steps of the defrag plan being applied, by state.\n"
+      "# TYPE gpupack_defrag_steps gauge\n";
+  for (const char* st : {"planned", "reserved", "evicted", "done", "skipped", "failed"})
+    text += fmt::format("gpupack_defrag_steps{{plan=\"{}\",state=\"{}\"}} {}\n", j.plan_id, st, j.count(st));
+  const std::string tmp = path + ".tmp";
+  std::ofstream out = open_output(tmp);
+  out << text;
+  close_output(out, tmp);
+  std::filesystem::rename(tmp, path);
+}
+
+// --apply, --resume, --release: carry a plan out on the live cluster.
+void run_executor(const DefragFlags& f, const KubeClient& client, const std::string& server,
+                  std::optional<ExecJournal> fresh) {
+  ExecJournal journal;
+  if (fresh) {
+    journal = std::move(*fresh);
+  } else {
+    journal = read_journal(f.journal);
+    if (journal.server != server)
+      throw std::invalid_argument(
+          fmt::format("journal {} is for the cluster at {}, not {}", f.journal, journal.server, server));
+  }
+  ExecOptions opt;
+  opt.journal_path = f.journal;
+  opt.interval = ms(f.interval_s);
+  opt.poll = ms(f.poll_s);
+  opt.step_timeout = ms(f.step_timeout_s);
+  opt.retry_429 = ms(f.retry_429_s);
+  opt.max_429_retries = f.max_429_retries;
+  opt.reservation_ttl = std::chrono::seconds(static_cast<int64_t>(f.reservation_ttl_s));
+  opt.stop = [] { return g_stop.load(); };
+  const size_t total = journal.steps.size();
+  opt.on_step = [&f, total, &journal](const ExecStep& s) {
+    fmt::print("step {}/{} {} {}/{} {}{}: {}{}\n", s.index, total, s.kind, s.ns, s.pod,
+               s.from.empty() ? "" : s.from + " -> ", s.to, s.state, s.detail.empty() ? "" : " (" + s.detail + ")");
+    std::fflush(stdout);
+    (void)journal;
+    (void)f;
+  };
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  DefragExecutor exec(client, opt);
+  if (f.release) {
+    journal = exec.release_all(std::move(journal));
+    fmt::print("plan {}: reservations released ({} steps not carried out); journal {}\n", journal.plan_id,
+               total - static_cast<size_t>(journal.count("done") + journal.count("skipped") + journal.count("failed")),
+               f.journal);
+    write_exec_metrics(f.metrics_file, journal);
+    return;
+  }
+  journal = exec.run(std::move(journal));
+  write_exec_metrics(f.metrics_file, journal);
+  fmt::print("plan {}: {} done, {} skipped, {} failed of {} steps ({}); journal {}\n", journal.plan_id,
+             journal.count("done"), journal.count("skipped"), journal.count("failed"), total, journal.status,
+             f.journal);
+  if (journal.status == "aborted")
+    throw std::runtime_error(fmt::format(
+        "stopped before the plan ended; its reservations are released. `gpupack defrag --resume --journal {}` "
+        "continues it",
+        f.journal));
+  if (journal.count("failed") > 0)
+    throw std::runtime_error(fmt::format("{} steps failed (see the journal {})", journal.count("failed"), f.journal));
+}
 
 // The planner's input from exactly one source: --state, kubectl JSON files
 // (--nodes/--pods[/--pdbs]) or the live API (--kubeconfig/--context/--live).
@@ -44,7 +134,7 @@ LiveDefragInput load_input(const DefragFlags& f) {
     throw std::invalid_argument(
         "give one source: --state FILE, --nodes/--pods [--pdbs] files, or the live cluster (--kubeconfig, "
         "--context or --live)");
-  if (!f.state.empty()) return {read_snapshot(f.state), {}, {}};
+  if (!f.state.empty()) return {read_snapshot(f.state), {}, {}, {}};
   LiveDefragOptions opt;
   const size_t eq = f.exempt_label.find('=');
   if (!f.exempt_label.empty() && (eq == std::string::npos || eq == 0))
@@ -71,7 +161,49 @@ LiveDefragInput load_input(const DefragFlags& f) {
   return live_defrag_input(nodes, pods, pdbs, opt);
 }
 
+std::string new_plan_id() {
+  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  return fmt::format("{:%Y%m%d-%H%M%S}-{:x}", now, static_cast<unsigned>(::getpid()) & 0xffffu);
+}
+
+// The live cluster's client, for the executor's own calls.
+struct LiveCluster {
+  KubeConfig config;
+  std::unique_ptr<KubeClient> client;
+};
+
+LiveCluster connect(const DefragFlags& f) {
+  LiveCluster c;
+  c.config = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
+  c.client = std::make_unique<KubeClient>(c.config, 60);
+  return c;
+}
+
 void run_defrag(const DefragFlags& f) {
+  if (f.resume || f.release) {
+    if (f.resume && f.release) throw std::invalid_argument("--resume and --release exclude each other");
+    if (!f.state.empty() || !f.nodes.empty() || !f.pods.empty())
+      throw std::invalid_argument(
+          "--resume/--release act on the live cluster the journal names (--kubeconfig, "
+          "--context or --live)");
+    LiveCluster c = connect(f);
+    run_executor(f, *c.client, c.config.server, std::nullopt);
+    return;
+  }
+  if (f.apply) {
+    if (!f.state.empty() || !f.nodes.empty() || !f.pods.empty())
+      throw std::invalid_argument(
+          "--apply carries a plan out on the live cluster: give --kubeconfig, --context or "
+          "--live, not --state or files");
+    if (std::filesystem::exists(f.journal)) {
+      const ExecJournal old = read_journal(f.journal);
+      if (old.unfinished())
+        throw std::invalid_argument(fmt::format(
+            "journal {} holds plan {}, not finished ({} of {} steps final): --resume continues it, --release "
+            "releases its reservations",
+            f.journal, old.plan_id, old.count("done") + old.count("skipped") + old.count("failed"), old.steps.size()));
+    }
+  }
   if (f.format != "table" && f.format != "json" && f.format != "evictions")
     throw std::invalid_argument(fmt::format("--format '{}': expected table, json or evictions", f.format));
   if (f.max_moves_pct > 100)
@@ -106,6 +238,18 @@ void run_defrag(const DefragFlags& f) {
   opt.local_search = !f.no_local_search;
   auto policy = make_policy(f.policy, {42, goal.target});
   const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
+  if (f.apply) {
+    fmt::print("{}{}", format_plan_table(plan, snap.state, snap.infos), held_summary(in.held));
+    if (plan.steps.empty()) {
+      fmt::print("nothing to apply\n");
+      return;
+    }
+    LiveCluster c = connect(f);
+    ExecJournal journal = make_journal(plan, in.pods, snap.state, new_plan_id(), c.config.server);
+    write_journal(f.journal, journal);
+    run_executor(f, *c.client, c.config.server, std::move(journal));
+    return;
+  }
 
   std::string text;
   if (f.format == "table") {
@@ -169,6 +313,36 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();
   cmd->add_option("-o,--out", flags->out, "write the plan here instead of stdout");
+  cmd->add_flag("--apply", flags->apply,
+                "carry the plan out on the live cluster (reserve, evict, wait for the replacement), step by step; "
+                "without it the plan is only printed");
+  cmd->add_option("--journal", flags->journal, "--apply: the journal of the plan being applied")->capture_default_str();
+  cmd->add_flag("--resume", flags->resume, "continue the unfinished plan of --journal");
+  cmd->add_flag("--release", flags->release, "release the reservations of the unfinished plan of --journal");
+  cmd->add_option("--interval", flags->interval_s, "--apply: seconds between moves (a rate limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--poll", flags->poll_s, "--apply: seconds between reads while waiting")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--step-timeout", flags->step_timeout_s,
+                  "--apply: seconds a replacement may take to run before its step fails")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--retry-429", flags->retry_429_s, "--apply: seconds between evictions a budget refused (HTTP 429)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-429-retries", flags->max_429_retries,
+                  "--apply: retries of a refused eviction before the "
+                  "step is skipped")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--reservation-ttl", flags->reservation_ttl_s,
+                  "--apply: seconds a reservation holds GPUs if the executor dies")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--metrics-file", flags->metrics_file,
+                  "--apply: keep this file's Prometheus text (steps by state) current (node_exporter textfile)");
   cmd->callback([flags] { run_defrag(*flags); });
 }
 

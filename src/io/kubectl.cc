@@ -869,6 +869,7 @@ static void read_pod_mobility(const std::string& obj, const json& meta, const js
       if (!bool_member(obj, o, "controller", path + ".controller")) continue;
       p.controller_kind = string_member(obj, o, "kind", path + ".kind");
       p.controller_name = string_member(obj, o, "name", path + ".name");
+      p.controller_uid = string_member(obj, o, "uid", path + ".uid");
       if (p.controller_kind.empty()) fail(obj, path + ".kind", "missing or empty");
     }
   }
@@ -900,6 +901,8 @@ K8sPod parse_pod(const json& j) {
   }
   read_pod_claims(obj, j, p);
   read_pod_mobility(obj, meta, *spec, p);
+  const json* deletion = member(meta, "deletionTimestamp");
+  p.deleting = deletion != nullptr && !deletion->is_null();
 
   ResourceTotals totals = effective_requests(obj, *spec);
   p.request.cpu_milli = totals.count("cpu") ? totals["cpu"] : 0;

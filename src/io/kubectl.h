@@ -184,9 +184,10 @@ struct K8sPod {
   // controller (the ownerReference with controller: true; "" when none),
   // its volumes on the node's own disk (emptyDir, hostPath), its priority
   // class.
-  std::string controller_kind, controller_name;
+  std::string controller_kind, controller_name, controller_uid;
   std::vector<std::string> local_volumes;
   std::string priority_class_name;
+  bool deleting = false;  // metadata.deletionTimestamp set (terminating)
 
   std::string key() const { return namespace_name + "/" + name; }
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }

@@ -218,6 +218,30 @@ std::string KubeClient::create_binding(const std::string& ns, const std::string&
       .error;
 }
 
+KubeResponse KubeClient::evict_pod(const std::string& ns, const std::string& name, const std::string& uid) const {
+  if (std::string bad = check_pod_path("POST eviction", ns, name); !bad.empty()) return {0, "", bad};
+  nlohmann::json meta = {{"name", name}, {"namespace", ns}};
+  nlohmann::json eviction = {{"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", meta}};
+  if (!uid.empty()) eviction["deleteOptions"] = {{"preconditions", {{"uid", uid}}}};
+  return request("POST", fmt::format("/api/v1/namespaces/{}/pods/{}/eviction", ns, name), eviction.dump(),
+                 "application/json");
+}
+
+std::string KubeClient::patch_node_annotations(
+    const std::string& node, const std::map<std::string, std::optional<std::string>>& annotations) const {
+  // A node name is a DNS-1123 subdomain, as a pod name is.
+  if (std::string bad = check_pod_path("PATCH node", "default", node); !bad.empty()) return bad;
+  nlohmann::json values = nlohmann::json::object();
+  for (const auto& [k, v] : annotations) values[k] = v ? nlohmann::json(*v) : nlohmann::json();
+  nlohmann::json patch = {{"metadata", {{"annotations", values}}}};
+  return request("PATCH", fmt::format("/api/v1/nodes/{}", node), patch.dump(), "application/merge-patch+json").error;
+}
+
+std::string KubeClient::create_event(const std::string& ns, const nlohmann::json& event) const {
+  if (std::string bad = check_pod_path("POST event", ns, "event"); !bad.empty()) return bad;
+  return request("POST", fmt::format("/api/v1/namespaces/{}/events", ns), event.dump(), "application/json").error;
+}
+
 namespace {
 
 struct LineStream {

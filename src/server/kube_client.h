@@ -33,6 +33,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -112,6 +113,16 @@ class KubeClient {
                                     const std::map<std::string, std::string>& annotations) const;
   std::string create_binding(const std::string& ns, const std::string& name, const std::string& uid,
                              const std::string& node) const;
+  // The defrag executor's calls (`gpupack defrag --apply`, a person's
+  // credentials; the extender makes none of them). evict_pod(): an
+  // Eviction (policy/v1) with a UID precondition, so PodDisruptionBudgets
+  // hold (HTTP 429 while a budget forbids it) and a newer pod of the same
+  // name is never evicted. patch_node_annotations(): a merge patch; a value
+  // of nullopt removes the key. create_event(): a core/v1 Event in `ns`.
+  KubeResponse evict_pod(const std::string& ns, const std::string& name, const std::string& uid) const;
+  std::string patch_node_annotations(const std::string& node,
+                                     const std::map<std::string, std::optional<std::string>>& annotations) const;
+  std::string create_event(const std::string& ns, const nlohmann::json& event) const;
   KubeResponse stream_lines(const std::string& path, const std::function<bool(std::string_view)>& on_line,
                             const std::atomic<bool>& stop, long max_s) const;
 

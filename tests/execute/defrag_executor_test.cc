@@ -1,0 +1,306 @@
+// The defrag executor against a fake API server with a ReplicaSet
+// controller and a scheduler that honours reservations: a plan on a 50-node
+// cluster completes and frees what it predicted; PodDisruptionBudgets hold
+// (HTTP 429 retried, then skipped); a killed executor resumes or releases;
+// only pods with a controller are ever evicted, and only by the Eviction API.
+#include "execute/defrag_executor.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/cli_runner.h"
+#include "support/fake_kube_api.h"
+#include "support/k8s_fixtures.h"
+
+namespace gpupack {
+namespace {
+
+using nlohmann::json;
+using testing::FakeKubeApi;
+using testing::fresh_temp_dir;
+using ::testing::HasSubstr;
+using testing::node_json;
+using testing::pod_json;
+using testing::PodShape;
+using testing::run_gpupack;
+using testing::RunResult;
+
+json owned(PodShape s, const std::string& rs) {
+  json p = pod_json(s);
+  p["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
+                                                   {"kind", "ReplicaSet"},
+                                                   {"name", rs},
+                                                   {"uid", "uid-rs-" + rs},
+                                                   {"controller", true}}});
+  return p;
+}
+
+std::string node_name(int i) { return fmt::format("n{:02}", i); }
+
+// 50 nodes of 8 GPUs: n00-n39 full (one bare 8-GPU pod each, never moved),
+// n40-n49 six one-GPU pods each (ReplicaSet rs-<node>, label app=<node>),
+// GPUs 0-5 used; a pending 8-GPU pod of ReplicaSet "big". Freeing one of
+// n40-n49 (six moves into the others' free GPUs) admits it.
+struct FiftyNodes {
+  std::vector<json> nodes, pods;
+  FiftyNodes() {
+    for (int i = 0; i < 50; ++i) {
+      const std::string n = node_name(i);
+      nodes.push_back(node_json({.name = n}));
+      if (i < 40) {
+        pods.push_back(pod_json({.name = "full-" + n, .gpus = 8, .node = n, .assigned = n + ":0,1,2,3,4,5,6,7"}));
+        continue;
+      }
+      for (int g = 0; g < 6; ++g)
+        pods.push_back(owned({.name = fmt::format("w-{}-{}", n, g),
+                              .cpu = "1",
+                              .gpus = 1,
+                              .node = n,
+                              .assigned = fmt::format("{}:{}", n, g),
+                              .labels = {{"app", n}}},
+                             "rs-" + n));
+    }
+    pods.push_back(owned({.name = "big", .gpus = 8}, "big"));
+  }
+};
+
+std::string apply_flags(const std::string& journal, const std::string& step_timeout_s = "20") {
+  return " --apply --journal " + journal + " --interval 0 --poll 0.02 --retry-429 0.05 --step-timeout " +
+         step_timeout_s;
+}
+
+bool json_has_controller(const json& pod) {
+  for (const json& o : pod["metadata"].value("ownerReferences", json::array()))
+    if (o.value("controller", false)) return true;
+  return false;
+}
+
+// What the journal's done steps predict: GPUs used per node.
+std::map<std::string, int> predicted(std::map<std::string, int> used, const ExecJournal& j) {
+  for (const ExecStep& s : j.steps) {
+    if (s.state != "done") continue;
+    if (!s.from.empty()) used[s.from] -= s.request.gpu_count;
+    used[s.to] += s.request.gpu_count;
+  }
+  return used;
+}
+
+TEST(DefragExecutor, FiftyNodePlanCompletesAndFreesWhatItPredicted) {
+  const std::string dir = fresh_temp_dir("exec-fifty");
+  FiftyNodes c;
+  // A budget over n40's pods that allows two disruptions.
+  FakeKubeApi api(c.nodes, c.pods, {{"ml", "w-n40", {{"app", "n40"}}, 4}}, std::chrono::milliseconds(20));
+  const std::map<std::string, int> before = api.gpus_used();
+  const std::string journal = dir + "/journal.json";
+  const RunResult r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal) +
+                                  " --metrics-file " + dir + "/m.prom");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const ExecJournal j = read_journal(journal);
+  EXPECT_EQ(j.status, "finished");
+  ASSERT_GE(j.steps.size(), 2U) << r.output;
+  EXPECT_EQ(j.count("done"), static_cast<int>(j.steps.size())) << r.output;
+  EXPECT_EQ(j.steps.back().kind, "admit");
+  // The cluster is what the plan said: GPUs per node, the big pod running
+  // on the freed node, nothing reserved any more.
+  EXPECT_EQ(api.gpus_used(), predicted(before, j));
+  bool big_runs = false;
+  for (const json& p : api.pods())
+    if (p["metadata"]["name"] == "big")
+      big_runs = p["status"]["phase"] == "Running" && p["spec"]["nodeName"] == j.steps.back().to;
+  EXPECT_TRUE(big_runs) << r.output;
+  EXPECT_EQ(api.reservations_now(), 0);
+  EXPECT_EQ(api.reservations_written(), static_cast<int>(j.steps.size()));
+  // Only owned pods were evicted, only through the Eviction API, never
+  // below a budget, never refused (one move at a time, each replacement
+  // running before the next eviction).
+  EXPECT_EQ(api.evicted().size(), j.steps.size() - 1);
+  for (const json& p : api.evicted()) EXPECT_TRUE(json_has_controller(p)) << p["metadata"]["name"];
+  EXPECT_EQ(api.deletes(), 0);
+  EXPECT_EQ(api.refused_429(), 0);
+  EXPECT_GE(api.min_running().at("ml/w-n40"), 4);
+  // An Event per step, and the metrics file.
+  EXPECT_EQ(api.events().size(), j.steps.size());
+  EXPECT_THAT(
+      testing::read_file(dir + "/m.prom"),
+      HasSubstr(fmt::format("gpupack_defrag_steps{{plan=\"{}\",state=\"done\"}} {}", j.plan_id, j.steps.size())));
+  EXPECT_THAT(r.output, HasSubstr(fmt::format("{} done, 0 skipped, 0 failed", j.steps.size())));
+}
+
+// Two 8-GPU nodes: a holds seven bare pods and one free GPU, b seven pods of
+// ReplicaSet w under a budget whose status says one disruption is allowed
+// while the pods running say none (minAvailable 7): every eviction is 429.
+TEST(DefragExecutor, ABudgetThatRefusesIsRetriedThenSkippedAndReleased) {
+  const std::string dir = fresh_temp_dir("exec-429");
+  std::vector<json> nodes = {node_json({.name = "a"}), node_json({.name = "b"})};
+  std::vector<json> pods;
+  for (int i = 0; i < 7; ++i)
+    pods.push_back(
+        pod_json({.name = fmt::format("bare-{}", i), .gpus = 1, .node = "a", .assigned = fmt::format("a:{}", i)}));
+  for (int i = 0; i < 7; ++i)
+    pods.push_back(owned({.name = fmt::format("w-{}", i),
+                          .gpus = 1,
+                          .node = "b",
+                          .assigned = fmt::format("b:{}", i),
+                          .labels = {{"app", "w"}}},
+                         "w"));
+  pods.push_back(owned({.name = "big", .gpus = 2}, "big"));
+  FakeKubeApi::Pdb pdb{"ml", "w", {{"app", "w"}}, 7, 1};
+  FakeKubeApi api(nodes, pods, {pdb});
+  const std::string journal = dir + "/journal.json";
+  const RunResult r =
+      run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal, "0.5") + " --max-429-retries 2");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // the admit step fails: the pod never fits
+  const ExecJournal j = read_journal(journal);
+  ASSERT_EQ(j.steps.size(), 2U) << r.output;
+  EXPECT_EQ(j.steps[0].state, "skipped");
+  EXPECT_THAT(j.steps[0].detail, HasSubstr("HTTP 429"));
+  EXPECT_EQ(j.steps[0].evict_attempts, 3);
+  EXPECT_EQ(j.steps[1].state, "failed");
+  EXPECT_EQ(api.refused_429(), 3);
+  EXPECT_TRUE(api.evicted().empty());
+  EXPECT_GE(api.min_running().at("ml/w"), 7);
+  EXPECT_EQ(api.reservations_now(), 0);
+  EXPECT_THAT(r.output, HasSubstr("1 steps failed"));
+}
+
+// Runs gpupack in the background, output to a file.
+struct Background {
+  pid_t pid = -1;
+  Background(const std::string& args, const std::string& log) {
+    pid = fork();
+    if (pid == 0) {
+      const std::string cmd = std::string(GPUPACK_BINARY) + " " + args + " > " + log + " 2>&1";
+      execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+  }
+  void kill9() {
+    ::kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+  ~Background() {
+    if (pid > 0) kill9();
+  }
+};
+
+// Starts the fifty-node plan slowly (each replacement runs 300 ms after it
+// is placed) and kills the executor once a step is done.
+ExecJournal kill_mid_plan(FakeKubeApi& api, const std::string& dir, const std::string& journal) {
+  Background run("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal), dir + "/run.log");
+  for (int i = 0; i < 600; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    try {
+      if (read_journal(journal).count("done") >= 1) break;
+    } catch (const std::exception&) {
+      // not written yet
+    }
+  }
+  run.kill9();
+  return read_journal(journal);
+}
+
+TEST(DefragExecutor, AKilledRunResumesToTheEnd) {
+  const std::string dir = fresh_temp_dir("exec-resume");
+  FiftyNodes c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(300));
+  const std::map<std::string, int> before = api.gpus_used();
+  const std::string journal = dir + "/journal.json";
+  const ExecJournal cut = kill_mid_plan(api, dir, journal);
+  ASSERT_EQ(cut.status, "running");
+  ASSERT_GE(cut.count("done"), 1);
+  ASSERT_LT(cut.count("done"), static_cast<int>(cut.steps.size()));
+  // A new --apply refuses while the journal holds an unfinished plan.
+  RunResult r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--resume continues it"));
+  r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal) + " --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const ExecJournal j = read_journal(journal);
+  EXPECT_EQ(j.plan_id, cut.plan_id);
+  EXPECT_EQ(j.status, "finished");
+  EXPECT_EQ(j.count("done"), static_cast<int>(j.steps.size())) << r.output;
+  EXPECT_EQ(api.gpus_used(), predicted(before, j));
+  EXPECT_EQ(api.reservations_now(), 0);
+  EXPECT_EQ(api.refused_429(), 0);
+  EXPECT_EQ(api.evicted().size(), j.steps.size() - 1);  // no pod evicted twice
+}
+
+TEST(DefragExecutor, AKilledRunCanBeReleasedInstead) {
+  const std::string dir = fresh_temp_dir("exec-release");
+  FiftyNodes c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(300));
+  const std::string journal = dir + "/journal.json";
+  const ExecJournal cut = kill_mid_plan(api, dir, journal);
+  ASSERT_EQ(cut.status, "running");
+  const RunResult r =
+      run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + " --journal " + journal + " --release");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(read_journal(journal).status, "released");
+  EXPECT_EQ(api.reservations_now(), 0);
+  // Every evicted pod's replacement still runs (on the reserved GPUs or
+  // wherever the scheduler put it): no pod is lost.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  int running = 0;
+  for (const json& p : api.pods()) running += p["metadata"]["name"] != "big" && p["status"]["phase"] == "Running";
+  EXPECT_EQ(running, 40 + 60);
+}
+
+TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
+  ExecJournal j;
+  j.plan_id = "p1";
+  j.server = "https://k";
+  j.status = "running";
+  ExecStep s;
+  s.index = 1;
+  s.kind = "evict";
+  s.ns = "ml";
+  s.pod = "w-0";
+  s.uid = "u0";
+  s.owner_kind = "ReplicaSet";
+  s.owner_name = "w";
+  s.owner_uid = "rs";
+  s.from = "b";
+  s.to = "a";
+  s.gpus = "a:7";
+  s.request.gpu_count = 1;
+  s.request.gpu_milli = 1000;
+  s.state = "reserved";
+  s.reserved = true;
+  s.known_uids = {"u0", "u1"};
+  j.steps.push_back(s);
+  const ExecJournal back = journal_from_json(journal_to_json(j), "test");
+  EXPECT_EQ(journal_to_json(back), journal_to_json(j));
+  const json value = json::parse(reservation_value(j, s, std::chrono::system_clock::time_point{}));
+  EXPECT_EQ(value["for"]["uid"], "rs");
+  EXPECT_EQ(value["gpus"], "a:7");
+  EXPECT_EQ(value["expires"], "1970-01-01T00:00:00Z");
+  json bad = journal_to_json(j);
+  bad["steps"][0]["state"] = "halfway";
+  EXPECT_THROW(journal_from_json(bad, "j.json"), std::runtime_error);
+
+  // A plan that moves a pod without a controller is refused.
+  ClusterState state({NodeSpec{.name = "a", .cpu_milli = 8000, .memory_mib = 8192, .gpu_count = 2},
+                      NodeSpec{.name = "b", .cpu_milli = 8000, .memory_mib = 8192, .gpu_count = 2}});
+  K8sPod bare;
+  bare.namespace_name = "ml";
+  bare.name = "solo";
+  DefragPlan plan;
+  PlanStep step;
+  step.kind = MoveKind::kEvict;
+  step.pod = PodId{0};
+  step.from.node = NodeId{0};
+  step.to.node = NodeId{1};
+  plan.steps.push_back(step);
+  EXPECT_THROW(make_journal(plan, {bare}, state, "p", "s"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gpupack
