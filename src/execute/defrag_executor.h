@@ -55,8 +55,6 @@
 
 namespace gpupack {
 
-inline constexpr std::string_view kReservationPrefix = "reservation.gpupack.io/";
-
 struct ExecStep {
   int index = 0;     // 1-based, as the plan table numbers steps
   std::string kind;  // "remap", "migrate", "evict" (moves) or "admit"

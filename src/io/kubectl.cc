@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -1207,6 +1209,63 @@ std::vector<std::string> apply_rebuilt(ClusterState& state, const std::vector<K8
     if (!s.is_ok()) failed.push_back(fmt::format("{}: {}", pods[b.pod_index].key(), s.message));
   }
   return failed;
+}
+
+}  // namespace gpupack
+
+namespace gpupack {
+
+bool GpuReservation::for_pod(const K8sPod& pod) const {
+  if (pod.namespace_name != for_namespace || for_uid.empty()) return false;
+  if (for_kind == "Pod") return pod.uid == for_uid;
+  return pod.controller_uid == for_uid && pod.controller_kind == for_kind;
+}
+
+std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<std::string>* errors) {
+  std::vector<GpuReservation> out;
+  for (auto it = node.annotations.lower_bound(std::string(kReservationPrefix));
+       it != node.annotations.end() && it->first.rfind(kReservationPrefix, 0) == 0; ++it) {
+    auto bad = [&](std::string_view why) {
+      if (errors != nullptr)
+        errors->push_back(fmt::format("node {} annotation {}: {}", node.spec.name, it->first, why));
+    };
+    const json v = json::parse(it->second, nullptr, false);
+    if (!v.is_object()) {
+      bad("not a JSON object");
+      continue;
+    }
+    try {
+      GpuReservation r;
+      r.key = it->first;
+      const json& who = v.at("for");
+      r.for_kind = who.at("kind").get<std::string>();
+      r.for_namespace = who.at("namespace").get<std::string>();
+      r.for_name = who.at("name").get<std::string>();
+      r.for_uid = who.at("uid").get<std::string>();
+      r.gpus = parse_assigned_gpus(v.at("gpus").get<std::string>());
+      if (r.gpus.node != node.spec.name) throw std::invalid_argument("GPUs of node " + r.gpus.node);
+      r.request.gpu_count = v.at("gpuCount").get<int32_t>();
+      r.request.gpu_milli = v.at("gpuMilli").get<int32_t>();
+      r.request.cpu_milli = v.at("cpuMilli").get<int64_t>();
+      r.request.memory_mib = v.at("memoryMiB").get<int64_t>();
+      const std::string exp = v.at("expires").get<std::string>();
+      std::tm tm{};
+      char z = 0;
+      if (std::sscanf(exp.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                      &tm.tm_min, &tm.tm_sec, &z) != 7 ||
+          z != 'Z')
+        throw std::invalid_argument("expires \"" + excerpt(exp) + "\" is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SSZ)");
+      tm.tm_year -= 1900;
+      tm.tm_mon -= 1;
+      r.expires_unix_s = static_cast<int64_t>(timegm(&tm));
+      if (r.request.gpu_count != std::popcount(r.gpus.gpu_mask))
+        throw std::invalid_argument("gpuCount differs from the GPUs named");
+      out.push_back(std::move(r));
+    } catch (const std::exception& e) {
+      bad(e.what());
+    }
+  }
+  return out;
 }
 
 }  // namespace gpupack

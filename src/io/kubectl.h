@@ -194,6 +194,26 @@ struct K8sPod {
   bool is_mig() const { return !mig_devices.empty(); }
 };
 
+// A defragmentation reservation: node annotation
+// reservation.gpupack.io/<plan>.<step> (written by `gpupack defrag
+// --apply`, execute/defrag_executor.h), whose JSON value holds GPUs of the
+// node for the next pod of a controller ("for" kind/namespace/name/uid), or
+// for one named pod (kind Pod), until `expires` (RFC 3339, UTC).
+// node_reservations() returns the node's reservations, expired ones
+// included; a malformed one is left out with a message ("node N annotation
+// K: why") in `errors`. for_pod(): whether `pod` may use it (same namespace
+// and controller UID, or the named pod's UID).
+inline constexpr std::string_view kReservationPrefix = "reservation.gpupack.io/";
+struct GpuReservation {
+  std::string key;  // the annotation key
+  std::string for_kind, for_namespace, for_name, for_uid;
+  GpuAssignmentAnnotation gpus;
+  Request request;  // gpu_count, gpu_milli, cpu_milli, memory_mib
+  int64_t expires_unix_s = 0;
+  bool for_pod(const K8sPod& pod) const;
+};
+std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<std::string>* errors);
+
 // GPU products (node labels nvidia.com/gpu.product, else
 // alibabacloud.com/gpu-card-model):
 // - find_gpu_model() maps a product string (GFD label such as

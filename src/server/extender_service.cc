@@ -109,9 +109,11 @@ void ExtenderService::reset_policy_locked(const std::vector<const K8sPod*>& pods
 ExtenderService::Carried ExtenderService::carry_locked() const {
   Carried c;
   c.now = std::chrono::steady_clock::now();
+  c.consumed_reservations = consumed_reservations_;
   for (size_t i = 0; i < pods_.size(); ++i) {
     const PodEntry& e = pods_[i];
     const PodId pid{static_cast<int32_t>(i)};
+    if (e.reservation) continue;  // rebuilt from the node annotations
     c.first_seen[e.pod.key()] = e.first_seen;
     if (auto f = inflight_.find(e.pod.key()); f != inflight_.end()) c.inflight[f->first] = f->second;
     if (e.learned == Learned::kAssumed && state_->is_bound(pid)) {
@@ -156,6 +158,8 @@ void ExtenderService::swap_model_locked(ExtenderService& other) {
   std::swap(unattributed_, other.unattributed_);
   std::swap(ready_, other.ready_);
   std::swap(assumed_now_, other.assumed_now_);
+  std::swap(reservation_ids_, other.reservation_ids_);
+  std::swap(consumed_reservations_, other.consumed_reservations_);
   roll_forward_.insert(roll_forward_.end(), other.roll_forward_.begin(), other.roll_forward_.end());
   other.roll_forward_.clear();
   // What the load counted (conflicts, confirmations) adds to this service's totals.
@@ -257,10 +261,48 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     kept_bound_here.push_back(r.bound_here_at);
     kept_from_call.push_back(r.from_call_at);
   }
+  // Defragmentation reservations (docs/DEFRAG.md "Applying a plan"): a
+  // placeholder charged on the reserved GPUs like a running pod, until a pod
+  // it is for binds there (consumed) or it expires.
+  std::vector<std::optional<GpuReservation>> kept_reservation(kept.size());
+  reservation_ids_.clear();
+  consumed_reservations_.clear();
+  const int64_t now_unix_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const K8sNode& n : nodes_) {
+    if (n.annotations.empty()) continue;
+    std::vector<std::string> errors;
+    for (GpuReservation& r : node_reservations(n, &errors)) {
+      if (carried.consumed_reservations.count(r.key)) {
+        consumed_reservations_.insert(r.key);
+        continue;
+      }
+      if (r.expires_unix_s <= now_unix_s) continue;
+      K8sPod holder;
+      holder.namespace_name = r.for_namespace;
+      holder.name = "gpupack-reservation." + r.key.substr(kReservationPrefix.size());
+      holder.uid = r.key;
+      holder.node_name = n.spec.name;
+      holder.phase = "Running";
+      holder.request = r.request;
+      holder.assigned = r.gpus;
+      holder.annotations[std::string(annotations::kAssignedGpus)] = format_assigned_gpus(r.gpus);
+      if (pod_index_.count(holder.key())) continue;
+      reservation_ids_.push_back(static_cast<int>(kept.size()));
+      pod_index_[holder.key()] = static_cast<int>(kept.size());
+      kept.push_back(std::move(holder));
+      kept_objects.emplace_back();
+      kept_bound_here.push_back(std::nullopt);
+      kept_from_call.push_back(std::nullopt);
+      kept_reservation.push_back(std::move(r));
+    }
+    for (const std::string& e : errors) log_warn("reservation ignored", {{"why", e}});
+  }
   pods_.resize(kept.size());
   for (size_t i = 0; i < kept.size(); ++i) {
     auto seen = carried.first_seen.find(kept[i].key());
     PodEntry& e = pods_[i];
+    e.reservation = std::move(kept_reservation[i]);
     e.first_seen = seen == carried.first_seen.end() ? now : seen->second;
     e.bound_here_at = kept_bound_here[i];
     e.from_call_at = kept_from_call[i];
@@ -475,8 +517,38 @@ std::pair<std::string, bool> ExtenderService::explain_locked(int n, const K8sPod
           st.code == Status::Code::kUnschedulableAndUnresolvable};
 }
 
+std::vector<int> ExtenderService::claims_locked(const K8sPod& pod) const {
+  std::vector<int> out;
+  for (int i : reservation_ids_) {
+    const PodEntry& e = pods_[static_cast<size_t>(i)];
+    if (e.reservation && e.reservation->for_pod(pod) && state_->is_bound(PodId{i})) out.push_back(i);
+  }
+  return out;
+}
+
 Decision ExtenderService::evaluate_locked(const K8sPod& pod, const std::vector<int>& nodes,
                                           std::vector<ScoredNode>* scored) {
+  if (reservation_ids_.empty()) return evaluate_groups_locked(pod, nodes, scored);
+  const std::vector<int> claims = claims_locked(pod);
+  if (claims.empty()) return evaluate_groups_locked(pod, nodes, scored);
+  // A pod a reservation is for goes where it was reserved, onto its GPUs:
+  // only those nodes, evaluated with the placeholders lifted.
+  std::vector<int> only;
+  for (int n : nodes)
+    for (int c : claims)
+      if (index(state_->assignment(PodId{c}).node) == static_cast<size_t>(n)) {
+        only.push_back(n);
+        break;
+      }
+  const ClusterState::Checkpoint mark = state_->checkpoint();
+  for (int c : claims) (void)state_->unbind(PodId{c});
+  const Decision d = evaluate_groups_locked(pod, only, scored);
+  state_->rollback(mark);
+  return d;
+}
+
+Decision ExtenderService::evaluate_groups_locked(const K8sPod& pod, const std::vector<int>& nodes,
+                                                 std::vector<ScoredNode>* scored) {
   Decision best;
   best_request_ = Request{};
   if (nodes.empty()) return best;
@@ -624,9 +696,16 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   std::vector<size_t> passed;  // positions in names/idx
   std::array<int, kDimensionCount> counts{};
   bool gang_failed = false;
+  std::string reserved_on;  // a defragmentation reservation steers this pod there
+  for (int c : reservation_ids_.empty() ? std::vector<int>{} : claims_locked(*pod))
+    reserved_on = nodes_[index(state_->assignment(PodId{c}).node)].spec.name;
   for (size_t k = 0; k < idx.size(); ++k) {
     if (feasible[static_cast<size_t>(idx[k])]) {
       passed.push_back(k);
+      continue;
+    }
+    if (!reserved_on.empty() && names[k] != reserved_on) {
+      failed[names[k]] = fmt::format("defrag: GPUs are reserved for this pod on node {}", reserved_on);
       continue;
     }
     if (!gang_why.empty() || gang != nullptr) {
@@ -899,11 +978,21 @@ ExtenderBindingResult ExtenderService::bind_one(std::unique_lock<std::mutex>& lo
       r.error = fmt::format("pod {} does not fit node {}: {}", key, args.node, explain_locked(n, e.pod).first);
       return r;
     }
+    // The reservations it takes on this node are consumed.
+    const ClusterState::Checkpoint mark = state_->checkpoint();
+    std::vector<std::string> taken;
+    for (int c : claims_locked(e.pod)) {
+      if (index(state_->assignment(PodId{c}).node) != static_cast<size_t>(n)) continue;
+      (void)state_->unbind(PodId{c});
+      taken.push_back(pods_[static_cast<size_t>(c)].reservation->key);
+    }
     const Status s = state_->bind(pid, best_request_, d.assignment);
     if (!s.is_ok()) {
+      state_->rollback(mark);
       r.error = fmt::format("pod {} on node {}: {}", key, args.node, s.message);
       return r;
     }
+    consumed_reservations_.insert(taken.begin(), taken.end());
     state_->commit();
   }
   const Assignment where = state_->assignment(pid);
@@ -1308,7 +1397,7 @@ std::map<std::string, std::string> ExtenderService::assignments() const {
   for (size_t i = 0; i < pods_.size(); ++i) {
     const PodId p{static_cast<int32_t>(i)};
     if (!state_->is_bound(p) || pods_[i].learned == Learned::kAssumed || pods_[i].learned == Learned::kReserved ||
-        !state_->request(p).is_gpu())
+        pods_[i].reservation || !state_->request(p).is_gpu())
       continue;
     out[pods_[i].pod.key()] =
         assigned_gpus_annotation(nodes_[index(state_->assignment(p).node)].spec.name, state_->assignment(p));
@@ -1321,7 +1410,8 @@ std::map<std::string, std::string> ExtenderService::placements() const {
   std::map<std::string, std::string> out;
   for (size_t i = 0; i < pods_.size(); ++i) {
     const PodId p{static_cast<int32_t>(i)};
-    if (state_->is_bound(p)) out[pods_[i].pod.key()] = nodes_[index(state_->assignment(p).node)].spec.name;
+    if (state_->is_bound(p) && !pods_[i].reservation)
+      out[pods_[i].pod.key()] = nodes_[index(state_->assignment(p).node)].spec.name;
   }
   return out;
 }
@@ -1330,7 +1420,8 @@ std::vector<K8sPod> ExtenderService::pods() const {
   std::lock_guard lock(mu_);
   std::vector<K8sPod> out;
   out.reserve(pods_.size());
-  for (const PodEntry& e : pods_) out.push_back(e.pod);
+  for (const PodEntry& e : pods_)
+    if (!e.reservation) out.push_back(e.pod);
   return out;
 }
 

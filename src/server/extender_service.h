@@ -250,6 +250,9 @@ class ExtenderService {
     std::optional<std::chrono::steady_clock::time_point> from_call_at;
     std::chrono::steady_clock::time_point assumed_at;
     bool gpus_chosen = false;  // placed by others, on GPUs gpupack chose (the objects name none)
+    // A defragmentation reservation's placeholder (not a pod): charged on
+    // the reserved GPUs until a pod it is for binds there.
+    std::optional<GpuReservation> reservation;
   };
   struct Carried {
     struct Assumed {
@@ -279,6 +282,8 @@ class ExtenderService {
     std::unordered_map<std::string, Guess> inflight;
     // Planned gang members: GPUs reserved for the group.
     std::unordered_map<std::string, Guess> reserved;
+    // Defragmentation reservations a pod has taken (annotation keys).
+    std::set<std::string> consumed_reservations;
   };
   struct Gang {
     std::string key;
@@ -324,6 +329,10 @@ class ExtenderService {
   // decision and every feasible candidate's score; requests differ per node
   // only for shared replicas (one evaluate per distinct request).
   Decision evaluate_locked(const K8sPod& pod, const std::vector<int>& nodes, std::vector<ScoredNode>* scored);
+  Decision evaluate_groups_locked(const K8sPod& pod, const std::vector<int>& nodes, std::vector<ScoredNode>* scored);
+  // Placeholders (pods_ indices, bound) of the defragmentation reservations
+  // `pod` may take; empty for most pods.
+  std::vector<int> claims_locked(const K8sPod& pod) const;
   // "<dimension>: message" and whether it is unresolvable, for a node where
   // the pod does not fit.
   std::pair<std::string, bool> explain_locked(int node, const K8sPod& pod) const;
@@ -356,6 +365,8 @@ class ExtenderService {
   std::map<std::string, Gang> gangs_;                         // group key -> live plan
   std::map<std::string, int> pod_group_min_;                  // PodGroup objects' minMember
   std::vector<Binder::Item> roll_forward_;                    // gang members to bind (tick)
+  std::vector<int> reservation_ids_;                          // pods_ indices of reservation placeholders
+  std::set<std::string> consumed_reservations_;               // taken by a bound pod (annotation keys)
   Binder* binder_ = nullptr;
   bool ready_ = false;
   uint64_t mutations_ = 0;
