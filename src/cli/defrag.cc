@@ -316,33 +316,35 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_flag("--apply", flags->apply,
                 "carry the plan out on the live cluster (reserve, evict, wait for the replacement), step by step; "
                 "without it the plan is only printed");
-  cmd->add_option("--journal", flags->journal, "--apply: the journal of the plan being applied")->capture_default_str();
+  cmd->add_option("--journal", flags->journal, "with --apply: the journal of the plan being applied")
+      ->capture_default_str();
   cmd->add_flag("--resume", flags->resume, "continue the unfinished plan of --journal");
   cmd->add_flag("--release", flags->release, "release the reservations of the unfinished plan of --journal");
-  cmd->add_option("--interval", flags->interval_s, "--apply: seconds between moves (a rate limit)")
+  cmd->add_option("--interval", flags->interval_s, "with --apply: seconds between moves (a rate limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--poll", flags->poll_s, "--apply: seconds between reads while waiting")
+  cmd->add_option("--poll", flags->poll_s, "with --apply: seconds between reads while waiting")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--step-timeout", flags->step_timeout_s,
-                  "--apply: seconds a replacement may take to run before its step fails")
+                  "with --apply: seconds a replacement may take to run before its step fails")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--retry-429", flags->retry_429_s, "--apply: seconds between evictions a budget refused (HTTP 429)")
+  cmd->add_option("--retry-429", flags->retry_429_s,
+                  "with --apply: seconds between evictions a budget refused (HTTP 429)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--max-429-retries", flags->max_429_retries,
-                  "--apply: retries of a refused eviction before the "
+                  "with --apply: retries of a refused eviction before the "
                   "step is skipped")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--reservation-ttl", flags->reservation_ttl_s,
-                  "--apply: seconds a reservation holds GPUs if the executor dies")
+                  "with --apply: seconds a reservation holds GPUs if the executor dies")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--metrics-file", flags->metrics_file,
-                  "--apply: keep this file's Prometheus text (steps by state) current (node_exporter textfile)");
+                  "with --apply: keep this file's Prometheus text (steps by state) current (node_exporter textfile)");
   cmd->callback([flags] { run_defrag(*flags); });
 }
 
