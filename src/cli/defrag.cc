@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "analyze/defrag_input.h"
 #include "cli/commands.h"
@@ -24,6 +25,7 @@
 #include "defrag/plan_writers.h"
 #include "defrag/snapshot.h"
 #include "execute/defrag_executor.h"
+#include "execute/defrag_trigger.h"
 #include "policy/registry.h"
 #include "server/kube_client.h"
 #include "server/kubeconfig.h"
@@ -49,6 +51,10 @@ struct DefragFlags {
   std::string journal = "gpupack-defrag-journal.json", metrics_file;
   double interval_s = 10, poll_s = 1, step_timeout_s = 600, retry_429_s = 5, reservation_ttl_s = 1800;
   int max_429_retries = 5;
+  // --every: periodic mode (execute/defrag_trigger.h).
+  std::string every, wait_bound;
+  int rounds = 0, large_gpus = 2, max_moves_per_hour = -1;
+  double frag_above = -1;
 };
 
 std::atomic<bool> g_stop{false};
@@ -71,8 +77,8 @@ void write_exec_metrics(const std::string& path, const ExecJournal& j) {
 }
 
 // --apply, --resume, --release: carry a plan out on the live cluster.
-void run_executor(const DefragFlags& f, const KubeClient& client, const std::string& server,
-                  std::optional<ExecJournal> fresh) {
+ExecJournal run_executor(const DefragFlags& f, const KubeClient& client, const std::string& server,
+                         std::optional<ExecJournal> fresh, bool periodic = false) {
   ExecJournal journal;
   if (fresh) {
     journal = std::move(*fresh);
@@ -108,7 +114,7 @@ void run_executor(const DefragFlags& f, const KubeClient& client, const std::str
                total - static_cast<size_t>(journal.count("done") + journal.count("skipped") + journal.count("failed")),
                f.journal);
     write_exec_metrics(f.metrics_file, journal);
-    return;
+    return journal;
   }
   journal = exec.run(std::move(journal));
   write_exec_metrics(f.metrics_file, journal);
@@ -120,8 +126,9 @@ void run_executor(const DefragFlags& f, const KubeClient& client, const std::str
         "stopped before the plan ended; its reservations are released. `gpupack defrag --resume --journal {}` "
         "continues it",
         f.journal));
-  if (journal.count("failed") > 0)
+  if (journal.count("failed") > 0 && !periodic)
     throw std::runtime_error(fmt::format("{} steps failed (see the journal {})", journal.count("failed"), f.journal));
+  return journal;
 }
 
 // The planner's input from exactly one source: --state, kubectl JSON files
@@ -178,6 +185,135 @@ LiveCluster connect(const DefragFlags& f) {
   return c;
 }
 
+// One plan and, with --apply, its execution. `moves_cap` (-1 = none) caps
+// the budget further (periodic mode's rolling budget); with `trigger`
+// (periodic mode) the round does nothing unless it fires. Returns the moves
+// carried out (--apply) or planned.
+int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigger) {
+  DefragGoal goal;
+  goal.kind = parse_goal_kind(f.goal);
+  goal.gang = f.gang;
+  LiveDefragInput in = load_input(f);
+  Snapshot& snap = in.snapshot;
+  if (trigger != nullptr) {
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const TriggerDecision d = should_defrag(snap.state, in.pods, now, *trigger);
+    if (!d.fire) {
+      fmt::print("nothing to do: fragmentation {:.2f}%, longest wait of a {}+ GPU pending pod {} s\n", d.frag_pct,
+                 trigger->large_gpus, d.longest_wait_s);
+      return 0;
+    }
+    fmt::print("planning: {}\n", d.why);
+  }
+  goal.frag_threshold_pct = std::max(0.0, f.frag_below);
+  if (goal.kind == GoalKind::kAdmitPending) goal.pending = snap.pending;
+  std::vector<Request> all;
+  for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));
+  for (const PendingPod& p : snap.pending) all.push_back(p.request);
+  goal.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(all));
+
+  DefragBudget budget;
+  budget.max_moves = f.max_moves;
+  if (f.max_moves_pct >= 0) {
+    const int by_pct = static_cast<int>(f.max_moves_pct / 100.0 * snap.state.bound_pod_count() + 1e-9);
+    budget.max_moves = budget.max_moves < 0 ? by_pct : std::min(budget.max_moves, by_pct);
+  }
+  if (moves_cap >= 0) budget.max_moves = budget.max_moves < 0 ? moves_cap : std::min(budget.max_moves, moves_cap);
+  budget.max_moved_gpu_milli = f.max_moved_gpus < 0 ? -1 : f.max_moved_gpus * kGpuMilliPerGpu;
+  budget.max_cost = f.max_cost;
+  budget.max_unavailable = snap.max_unavailable;
+
+  PlannerOptions opt;
+  opt.time_limit_s = f.time_limit;
+  opt.local_search = !f.no_local_search;
+  auto policy = make_policy(f.policy, {42, goal.target});
+  const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
+  if (f.apply) {
+    fmt::print("{}{}", format_plan_table(plan, snap.state, snap.infos), held_summary(in.held));
+    if (plan.steps.empty()) {
+      fmt::print("nothing to apply\n");
+      return 0;
+    }
+    LiveCluster c = connect(f);
+    ExecJournal journal = make_journal(plan, in.pods, snap.state, new_plan_id(), c.config.server);
+    write_journal(f.journal, journal);
+    journal = run_executor(f, *c.client, c.config.server, std::move(journal), trigger != nullptr);
+    int moved = 0;
+    for (const ExecStep& s : journal.steps) moved += s.kind != "admit" && s.state == "done";
+    return moved;
+  }
+
+  std::string text;
+  if (f.format == "table") {
+    text = format_plan_table(plan, snap.state, snap.infos);
+    text += held_summary(in.held);
+  }
+  if (f.format == "json") text = plan_to_json(plan, snap.state, snap.infos).dump(2) + "\n";
+  if (f.format == "evictions") text = eviction_list(plan, snap.state, snap.infos).dump(2) + "\n";
+  if (f.out.empty()) {
+    fmt::print("{}", text);
+  } else {
+    std::ofstream out(f.out);
+    out << text;
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot write file", f.out));
+  }
+  return plan.moves();
+}
+
+// "30m", "90s", "1h", "2.5" (seconds) -> seconds; throws naming the flag.
+double parse_duration_s(const std::string& text, const std::string& flag) {
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  const double scale = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
+  if (used == 0 || scale < 0 || v < 0)
+    throw std::invalid_argument(fmt::format("{} '{}': expected a duration such as 90s, 30m, 1h", flag, text));
+  return v * scale;
+}
+
+// --every: a round every interval until stopped (or --rounds), within a
+// rolling budget of moves per hour.
+void run_periodic(const DefragFlags& f) {
+  if (!f.state.empty() || !f.nodes.empty() || !f.pods.empty())
+    throw std::invalid_argument("--every plans the live cluster: give --kubeconfig, --context or --live");
+  const double every_s = parse_duration_s(f.every, "--every");
+  if (every_s <= 0) throw std::invalid_argument("--every must be above 0");
+  TriggerOptions trigger;
+  trigger.frag_above_pct = f.frag_above;
+  trigger.wait_bound_s =
+      f.wait_bound.empty() ? -1 : static_cast<int64_t>(parse_duration_s(f.wait_bound, "--wait-bound"));
+  trigger.large_gpus = f.large_gpus;
+  RollingBudget rolling(f.max_moves_per_hour, 3600);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  for (int round = 1; (f.rounds == 0 || round <= f.rounds) && !g_stop; ++round) {
+    if (round > 1) {
+      const auto until = std::chrono::steady_clock::now() + ms(every_s);
+      while (!g_stop && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (g_stop) break;
+    }
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const int left = rolling.left(now);
+    fmt::print("round {} ({}){}\n", round,
+               fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
+                           std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now())),
+               left < 0 ? "" : fmt::format(": {} moves left this hour", left));
+    std::fflush(stdout);
+    const int moved = plan_round(f, left, &trigger);
+    if (f.apply) rolling.spend(now, moved);
+    std::fflush(stdout);
+  }
+}
+
 void run_defrag(const DefragFlags& f) {
   if (f.resume || f.release) {
     if (f.resume && f.release) throw std::invalid_argument("--resume and --release exclude each other");
@@ -186,7 +322,7 @@ void run_defrag(const DefragFlags& f) {
           "--resume/--release act on the live cluster the journal names (--kubeconfig, "
           "--context or --live)");
     LiveCluster c = connect(f);
-    run_executor(f, *c.client, c.config.server, std::nullopt);
+    (void)run_executor(f, *c.client, c.config.server, std::nullopt);
     return;
   }
   if (f.apply) {
@@ -207,66 +343,15 @@ void run_defrag(const DefragFlags& f) {
     throw std::invalid_argument(fmt::format("--format '{}': expected table, json or evictions", f.format));
   if (f.max_moves_pct > 100)
     throw std::invalid_argument(fmt::format("--max-moves-pct {} is above 100", f.max_moves_pct));
-  DefragGoal goal;
-  goal.kind = parse_goal_kind(f.goal);
-  goal.gang = f.gang;
-  if (goal.kind == GoalKind::kFragBelow && f.frag_below < 0)
+  if (parse_goal_kind(f.goal) == GoalKind::kFragBelow && f.frag_below < 0)
     throw std::invalid_argument(
         "--goal frag needs --frag-below PCT (the FGD fragmentation to reach, % of GPU capacity)");
-  LiveDefragInput in = load_input(f);
-  Snapshot& snap = in.snapshot;
-  goal.frag_threshold_pct = std::max(0.0, f.frag_below);
-  if (goal.kind == GoalKind::kAdmitPending) goal.pending = snap.pending;
-  std::vector<Request> all;
-  for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));
-  for (const PendingPod& p : snap.pending) all.push_back(p.request);
-  goal.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(all));
-
-  DefragBudget budget;
-  budget.max_moves = f.max_moves;
-  if (f.max_moves_pct >= 0) {
-    const int by_pct = static_cast<int>(f.max_moves_pct / 100.0 * snap.state.bound_pod_count() + 1e-9);
-    budget.max_moves = budget.max_moves < 0 ? by_pct : std::min(budget.max_moves, by_pct);
-  }
-  budget.max_moved_gpu_milli = f.max_moved_gpus < 0 ? -1 : f.max_moved_gpus * kGpuMilliPerGpu;
-  budget.max_cost = f.max_cost;
-  budget.max_unavailable = snap.max_unavailable;
-
-  PlannerOptions opt;
-  opt.time_limit_s = f.time_limit;
-  opt.local_search = !f.no_local_search;
-  auto policy = make_policy(f.policy, {42, goal.target});
-  const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
-  if (f.apply) {
-    fmt::print("{}{}", format_plan_table(plan, snap.state, snap.infos), held_summary(in.held));
-    if (plan.steps.empty()) {
-      fmt::print("nothing to apply\n");
-      return;
-    }
-    LiveCluster c = connect(f);
-    ExecJournal journal = make_journal(plan, in.pods, snap.state, new_plan_id(), c.config.server);
-    write_journal(f.journal, journal);
-    run_executor(f, *c.client, c.config.server, std::move(journal));
+  if (!f.every.empty()) {
+    run_periodic(f);
     return;
   }
-
-  std::string text;
-  if (f.format == "table") {
-    text = format_plan_table(plan, snap.state, snap.infos);
-    text += held_summary(in.held);
-  }
-  if (f.format == "json") text = plan_to_json(plan, snap.state, snap.infos).dump(2) + "\n";
-  if (f.format == "evictions") text = eviction_list(plan, snap.state, snap.infos).dump(2) + "\n";
-  if (f.out.empty()) {
-    fmt::print("{}", text);
-  } else {
-    std::ofstream out(f.out);
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot write file", f.out));
-  }
+  (void)plan_round(f, -1, nullptr);
 }
-
 }  // namespace
 
 void add_defrag_command(CLI::App& app) {
@@ -342,6 +427,24 @@ void add_defrag_command(CLI::App& app) {
                   "with --apply: seconds a reservation holds GPUs if the executor dies")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--every", flags->every,
+                  "plan (and with --apply, apply) every DURATION (90s, 30m, 1h) until stopped; see --frag-above, "
+                  "--wait-bound, --max-moves-per-hour");
+  cmd->add_option("--rounds", flags->rounds, "with --every: stop after this many rounds (0 = until stopped)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--frag-above", flags->frag_above,
+                  "with --every: plan only when the FGD fragmentation is above this % of GPU capacity")
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--wait-bound", flags->wait_bound,
+                  "with --every: plan only when a pending pod of --large-gpus GPUs or more has waited this long (30m)");
+  cmd->add_option("--large-gpus", flags->large_gpus, "with --every: the GPUs that make a pending pod large")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-moves-per-hour", flags->max_moves_per_hour,
+                  "with --every: at most this many moves in any hour, all rounds together (-1 = no limit)")
+      ->capture_default_str()
+      ->check(no_limit_or_nonnegative);
   cmd->add_option("--metrics-file", flags->metrics_file,
                   "with --apply: keep this file's Prometheus text (steps by state) current (node_exporter textfile)");
   cmd->callback([flags] { run_defrag(*flags); });

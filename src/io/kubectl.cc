@@ -903,6 +903,13 @@ K8sPod parse_pod(const json& j) {
   }
   read_pod_claims(obj, j, p);
   read_pod_mobility(obj, meta, *spec, p);
+  if (const json* created = member(meta, "creationTimestamp"); created != nullptr && created->is_string()) {
+    const std::optional<int64_t> t = parse_utc_timestamp(created->get_ref<const std::string&>());
+    if (!t)
+      fail(obj, "metadata.creationTimestamp",
+           fmt::format("\"{}\" is not RFC 3339 UTC", excerpt(created->get_ref<const std::string&>())));
+    p.created_unix_s = *t;
+  }
   const json* deletion = member(meta, "deletionTimestamp");
   p.deleting = deletion != nullptr && !deletion->is_null();
 
@@ -1215,6 +1222,29 @@ std::vector<std::string> apply_rebuilt(ClusterState& state, const std::vector<K8
 
 namespace gpupack {
 
+std::optional<int64_t> parse_utc_timestamp(std::string_view text) {
+  std::tm tm{};
+  char z = 0;
+  const std::string t(text.substr(0, 64));
+  // Fractional seconds (".123456") may follow the seconds.
+  int used = 0;
+  if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &used) != 6)
+    return std::nullopt;
+  size_t at = static_cast<size_t>(used);
+  if (at < t.size() && t[at] == '.') {
+    ++at;
+    while (at < t.size() && std::isdigit(static_cast<unsigned char>(t[at]))) ++at;
+  }
+  if (at + 1 != t.size() || (z = t[at]) != 'Z') return std::nullopt;
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      tm.tm_sec > 60)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
 bool GpuReservation::for_pod(const K8sPod& pod) const {
   if (pod.namespace_name != for_namespace || for_uid.empty()) return false;
   if (for_kind == "Pod") return pod.uid == for_uid;
@@ -1249,15 +1279,10 @@ std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<s
       r.request.cpu_milli = v.at("cpuMilli").get<int64_t>();
       r.request.memory_mib = v.at("memoryMiB").get<int64_t>();
       const std::string exp = v.at("expires").get<std::string>();
-      std::tm tm{};
-      char z = 0;
-      if (std::sscanf(exp.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-                      &tm.tm_min, &tm.tm_sec, &z) != 7 ||
-          z != 'Z')
+      const std::optional<int64_t> at = parse_utc_timestamp(exp);
+      if (!at)
         throw std::invalid_argument("expires \"" + excerpt(exp) + "\" is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SSZ)");
-      tm.tm_year -= 1900;
-      tm.tm_mon -= 1;
-      r.expires_unix_s = static_cast<int64_t>(timegm(&tm));
+      r.expires_unix_s = *at;
       if (r.request.gpu_count != std::popcount(r.gpus.gpu_mask))
         throw std::invalid_argument("gpuCount differs from the GPUs named");
       out.push_back(std::move(r));

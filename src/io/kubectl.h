@@ -187,7 +187,8 @@ struct K8sPod {
   std::string controller_kind, controller_name, controller_uid;
   std::vector<std::string> local_volumes;
   std::string priority_class_name;
-  bool deleting = false;  // metadata.deletionTimestamp set (terminating)
+  bool deleting = false;       // metadata.deletionTimestamp set (terminating)
+  int64_t created_unix_s = 0;  // metadata.creationTimestamp; 0 when absent
 
   std::string key() const { return namespace_name + "/" + name; }
   bool terminal() const { return phase == "Succeeded" || phase == "Failed"; }
@@ -213,6 +214,10 @@ struct GpuReservation {
   bool for_pod(const K8sPod& pod) const;
 };
 std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<std::string>* errors);
+
+// Seconds since the epoch of a Kubernetes timestamp ("2026-12-02T07:01:50Z",
+// fractional seconds allowed); nullopt when it is not RFC 3339 UTC.
+std::optional<int64_t> parse_utc_timestamp(std::string_view text);
 
 // GPU products (node labels nvidia.com/gpu.product, else
 // alibabacloud.com/gpu-card-model):

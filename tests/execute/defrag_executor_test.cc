@@ -5,6 +5,7 @@
 // only pods with a controller are ever evicted, and only by the Eviction API.
 #include "execute/defrag_executor.h"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -251,6 +252,44 @@ TEST(DefragExecutor, AKilledRunCanBeReleasedInstead) {
   int running = 0;
   for (const json& p : api.pods()) running += p["metadata"]["name"] != "big" && p["status"]["phase"] == "Running";
   EXPECT_EQ(running, 40 + 60);
+}
+
+// --every: a round plans and applies once the big pod has waited past the
+// bound; the next round finds nothing to do. A rolling budget too small to
+// free a node moves nothing.
+TEST(DefragExecutor, PeriodicRoundsApplyWhenALargePodWaitsAndKeepTheHourlyBudget) {
+  const std::string dir = fresh_temp_dir("exec-every");
+  FiftyNodes c;
+  const auto hour_ago =
+      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) - std::chrono::hours(1);
+  c.pods.back()["metadata"]["creationTimestamp"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", hour_ago);
+  {
+    FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+    const RunResult r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(dir + "/j1.json") +
+                                    " --every 0.2 --rounds 2 --wait-bound 10m");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("planning: ml/big (2+ GPUs) has waited"));
+    EXPECT_THAT(r.output, HasSubstr("nothing to do"));
+    EXPECT_EQ(read_journal(dir + "/j1.json").status, "finished");
+    EXPECT_EQ(api.evicted().size(), 6U);
+  }
+  {
+    FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+    const RunResult r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(dir + "/j2.json") +
+                                    " --every 0.2 --rounds 1 --wait-bound 10m --max-moves-per-hour 3");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("3 moves left this hour"));
+    EXPECT_TRUE(api.evicted().empty()) << r.output;
+  }
+  {
+    // The bound not reached: nothing planned.
+    FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+    const RunResult r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(dir + "/j3.json") +
+                                    " --every 0.2 --rounds 1 --wait-bound 2h");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("nothing to do"));
+    EXPECT_TRUE(api.evicted().empty());
+  }
 }
 
 TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
