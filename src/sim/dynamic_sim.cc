@@ -274,12 +274,25 @@ class Simulation {
     DefragBudget budget;
     budget.max_moves = static_cast<int>(o_.defrag_budget_fraction * running_pods);
     if (budget.max_moves <= 0) return;
+    // The goal: admit the job at the head of the queue (all its pods or
+    // none), the one that has waited longest by the queue's order; the
+    // admissions are undone below and left to the queue's own pass, so that
+    // the job starts through the usual path (reservations, bookkeeping).
     DefragGoal goal;
-    goal.kind = GoalKind::kFreeGpus;
+    goal.kind = GoalKind::kAdmitPending;
+    const std::vector<int32_t> order = queue_.ordered();
+    if (order.empty()) return;
+    const JobState& head = jobs_[static_cast<size_t>(order.front())];
+    for (size_t m = 0; m < head.pods.size() && m < head.gang.members.size(); ++m)
+      goal.pending.push_back({head.pods[m], head.gang.members[m]});
+    goal.gang = goal.pending.size() > 1;
     PlannerOptions options;
     options.time_limit_s = 0.5;
     const DefragPlan plan = plan_and_apply(state_, goal, budget, infos, options);
     ++out_.defrag_runs;
+    for (const PlanStep& step : plan.steps)
+      if (step.kind == MoveKind::kAdmit && state_.is_bound(step.pod)) (void)state_.unbind(step.pod);
+    state_.commit();
     if (plan.moves() == 0) return;
     out_.defrag_moves += plan.moves();
     for (const PlanStep& step : plan.steps) {
