@@ -115,6 +115,40 @@ BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, fgd, std::string("fgd"))->Unit(benchma
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, capfrag, std::string("capfrag"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit(benchmark::kMicrosecond);
 
+// The extender's cold call: a fresh FGD policy (as after a model reload)
+// evaluates a candidate list of every node of a 5,000-node synthetic cluster
+// filled to half, with every score reported (prioritize). Arg 0: the plain
+// walk; 1: results shared within each class of identical nodes.
+void BM_ColdCandidateWalk5000(benchmark::State& state) {
+  static const Loaded l = [] {
+    SyntheticOptions opt;
+    opt.node_count = 5000;
+    auto nodes = synthetic_nodes(opt);
+    auto trace = synthetic_workload(opt, ClusterState(nodes).gpu_capacity_milli());
+    return prepare(std::move(nodes), std::move(trace), 42);
+  }();
+  ClusterState cluster(l.nodes);
+  auto policy = make_policy("fgd", {42, l.target});
+  Scheduler fill(*policy);
+  size_t i = 0;
+  for (; i < l.arrivals.size() && cluster.gpu_used_milli() < cluster.gpu_capacity_milli() / 2; ++i)
+    fill.schedule(cluster, PodId{static_cast<int32_t>(i)}, l.arrivals[i]);
+  std::vector<NodeId> all;
+  for (int n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId{n});
+  std::vector<ScoredNode> scored;
+  size_t k = i;
+  for (auto _ : state) {
+    auto fresh = make_policy("fgd", {42, l.target});
+    Scheduler s(*fresh);
+    s.set_use_node_classes(state.range(0) != 0);
+    scored.clear();
+    benchmark::DoNotOptimize(s.evaluate(cluster, l.arrivals[k], all, &scored));
+    if (++k == l.arrivals.size()) k = i;
+  }
+  state.counters["classes"] = static_cast<double>(cluster.node_classes().live().size());
+}
+BENCHMARK(BM_ColdCandidateWalk5000)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 }  // namespace gpupack
 

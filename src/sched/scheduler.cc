@@ -62,6 +62,41 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
     if (valid(hw.node)) return hw;
     return {n, s.gpu_mask, req.gpu_count > 0 ? req.gpu_milli : 0};
   };
+  // Walking a candidate list (the extender's), members of one class of
+  // identical nodes share the fit, score and GPUs: the first member met is
+  // assessed, the others take its result (the mask stays per node).
+  const bool memo = !by_class && count > 1 && use_classes_ && policy_.scores_by_state();
+  if (memo) {
+    if (++memo_generation_ == 0) {
+      memo_.clear();
+      memo_generation_ = 1;
+    }
+  }
+  auto assess = [&](NodeId n, NodeScore& s, Assignment& a) {
+    if (!memo) {
+      if (!feasible(n)) return false;
+      s = policy_.score(state, n, req);
+      a = placed_at(n, s);
+      return true;
+    }
+    if (!allowed(index(n))) return false;
+    const size_t c = static_cast<size_t>(state.node_classes().class_of(static_cast<int32_t>(index(n))));
+    if (c >= memo_.size()) memo_.resize(std::max(c + 1, memo_.size() * 2));
+    ClassMemo& m = memo_[c];
+    if (m.generation != memo_generation_) {
+      m.generation = memo_generation_;
+      m.fits = feasible(n);
+      if (m.fits) {
+        m.score = policy_.score(state, n, req);
+        m.assignment = placed_at(n, m.score);
+      }
+    }
+    if (!m.fits) return false;
+    s = m.score;
+    a = m.assignment;
+    a.node = n;
+    return true;
+  };
   // Highest score, then lowest rank, then lowest node index.
   int64_t best_score = 0, best_rank = 0;
   auto consider = [&](NodeId n, int64_t score, const Assignment& a) {
@@ -75,28 +110,30 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
   };
   if (!policy_.normalizes_scores() && scored == nullptr) {
     // The hot path: one pass, no allocation.
+    NodeScore s;
+    Assignment a;
     for (int k = 0; k < count; ++k) {
       if (ruled_out(k)) continue;
       const NodeId n = node_at(k);
-      if (!feasible(n)) continue;
+      if (!assess(n, s, a)) continue;
       d.feasible_nodes += weight(k);
-      const NodeScore s = policy_.score(state, n, req);
-      consider(n, s.score, placed_at(n, s));
+      consider(n, s.score, a);
     }
   } else {
     std::vector<ScoredNode>& list = scored != nullptr ? *scored : scratch_;
     const size_t first = scored != nullptr ? list.size() : 0;
     if (scored == nullptr) list.clear();
     int64_t lo = 0, hi = 0;
+    NodeScore s;
+    Assignment a;
     for (int k = 0; k < count; ++k) {
       if (ruled_out(k)) continue;
       const NodeId n = node_at(k);
-      if (!feasible(n)) continue;
+      if (!assess(n, s, a)) continue;
       d.feasible_nodes += weight(k);
-      const NodeScore s = policy_.score(state, n, req);
       if (list.size() == first || s.score < lo) lo = s.score;
       if (list.size() == first || s.score > hi) hi = s.score;
-      list.push_back({n, s.score, placed_at(n, s)});
+      list.push_back({n, s.score, a});
     }
     for (size_t k = first; k < list.size(); ++k) {
       ScoredNode& c = list[k];

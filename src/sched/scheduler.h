@@ -22,8 +22,12 @@
 // order (ClusterState::set_tie_order; index order when both are default),
 // decide() scores one node per class of identical nodes (the class's first
 // in rank order), so its cost follows the number of distinct node states, not
-// of nodes; the decision is the one the full walk makes. set_use_node_classes
-// (false) forces the walk (differential tests, benchmarks).
+// of nodes; the decision is the one the full walk makes. Otherwise (a
+// candidate list, a score list, a mask, another rank) with such a policy,
+// every candidate is still visited but the fit, score and GPUs are computed
+// once per class and shared by its members (the mask and the rank stay per
+// node). set_use_node_classes(false) forces the plain walk (differential
+// tests, benchmarks).
 // evaluate() is decide() over `candidates` (empty = every node, in index
 // order; the mask still applies) that can also report every feasible
 // candidate's final score (after min-max normalisation when the policy asks
@@ -93,6 +97,15 @@ class Scheduler {
   std::span<const uint8_t> node_mask_;
   bool explain_failures_ = true;
   bool use_classes_ = true;
+  // Per class of identical nodes, this evaluation's result (candidate walks).
+  struct ClassMemo {
+    uint64_t generation = 0;
+    bool fits = false;
+    NodeScore score;
+    Assignment assignment;
+  };
+  std::vector<ClassMemo> memo_;
+  uint64_t memo_generation_ = 0;
   // The state and tie order for which the rank was found equal (or not).
   const ClusterState* order_checked_for_ = nullptr;
   uint64_t order_checked_stamp_ = 0;
