@@ -152,6 +152,8 @@ void ExtenderService::swap_model_locked(ExtenderService& other) {
   std::swap(target_, other.target_);
   std::swap(nodes_, other.nodes_);
   std::swap(node_index_, other.node_index_);
+  recent_names_.clear();  // positions of the old node table
+  recent_index_.clear();
   std::swap(pods_, other.pods_);
   std::swap(pod_index_, other.pod_index_);
   std::swap(state_, other.state_);
@@ -208,6 +210,8 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   nodes_ = std::move(nodes);
   node_index_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) node_index_[nodes_[i].spec.name] = static_cast<int>(i);
+  recent_names_.clear();
+  recent_index_.clear();
   pods_.clear();
   pod_index_.clear();
   unattributed_.clear();
@@ -415,6 +419,24 @@ void ExtenderService::rebuild_state_locked() {
   state_ = std::move(next);
 }
 
+int ExtenderService::candidate_index_locked(const std::string& name, size_t k) {
+  // kube-scheduler sends its candidates in the same order call after call:
+  // the name at position k is most likely the one seen there last time,
+  // and one string compare is cheaper than a hash lookup (a third of a
+  // 5,000-name filter's time went to the hash table).
+  if (k < recent_names_.size() && recent_names_[k] == name) return recent_index_[k];
+  const int i = node_index_locked(name);
+  if (i >= 0 && k < kRecentCandidates) {
+    if (k >= recent_names_.size()) {
+      recent_names_.resize(k + 1);
+      recent_index_.resize(k + 1, -1);
+    }
+    recent_names_[k] = name;
+    recent_index_[k] = i;
+  }
+  return i;
+}
+
 int ExtenderService::node_index_locked(const std::string& name) const {
   auto it = node_index_.find(name);
   return it == node_index_.end() ? -1 : it->second;
@@ -432,6 +454,8 @@ int ExtenderService::add_node_locked(const nlohmann::json& object, std::string* 
     (void)model_node(node);
     const int idx = static_cast<int>(nodes_.size());
     node_index_[node.spec.name] = idx;
+    recent_names_.clear();
+    recent_index_.clear();
     nodes_.push_back(std::move(node));
     return idx;
   } catch (const std::exception& e) {
@@ -593,7 +617,7 @@ std::vector<int> ExtenderService::resolve_candidates_locked(const ExtenderArgs& 
     if (positions) positions->reserve(args.node_texts->size());
     for (size_t k = 0; k < args.node_texts->size(); ++k) {
       const NodeText& node = (*args.node_texts)[k];
-      int i = node_index_locked(node.name);
+      int i = candidate_index_locked(node.name, k);
       if (i < 0) {  // a new node: read its object (rare, off the hot path)
         std::string err;
         i = add_node_locked(nlohmann::json::parse(node.json.begin(), node.json.end()), &err);
@@ -627,8 +651,9 @@ std::vector<int> ExtenderService::resolve_candidates_locked(const ExtenderArgs& 
   } else if (args.node_names) {
     names.reserve(args.node_names->size());
     size_t unknown = 0;
-    for (const std::string& name : *args.node_names) {
-      const int i = node_index_locked(name);
+    for (size_t k = 0; k < args.node_names->size(); ++k) {
+      const std::string& name = (*args.node_names)[k];
+      const int i = candidate_index_locked(name, k);
       if (i < 0) {
         // Named with a short reason, the first kMaxUnknownListed only: the
         // reply stays small whatever a caller sends (a node left out of

@@ -317,6 +317,10 @@ class ExtenderService {
   void refresh_target_locked();
   void reset_policy_locked(const std::vector<const K8sPod*>& pods);
   int node_index_locked(const std::string& name) const;
+  // node_index_locked() for the k-th candidate of a request, through the
+  // names the last requests had at each position (cleared whenever the node
+  // table changes).
+  int candidate_index_locked(const std::string& name, size_t k);
   int add_node_locked(const nlohmann::json& node_object, std::string* error);
   int pod_index_locked(const K8sPod& pod, const nlohmann::json& object);
   std::string scheduler_refused(const K8sPod& pod) const;  // "" when served
@@ -357,6 +361,9 @@ class ExtenderService {
   std::shared_ptr<TargetWorkload> target_;
   std::vector<K8sNode> nodes_;
   std::unordered_map<std::string, int> node_index_;
+  static constexpr size_t kRecentCandidates = 1 << 18;  // positions remembered (bounded memory)
+  std::vector<std::string> recent_names_;               // candidate name last seen at each position
+  std::vector<int> recent_index_;                       // and its node index
   std::vector<PodEntry> pods_;
   std::unordered_map<std::string, int> pod_index_;
   std::unique_ptr<ClusterState> state_;

@@ -28,5 +28,31 @@ TEST(ExtenderService, ImpliedMemorySharesFillOneGpuExactly) {
   EXPECT_EQ(service.assignments().size(), 2u);
 }
 
+// Candidates are resolved through the names seen at each position last
+// time; a reload that reorders or changes the nodes must not reuse them.
+TEST(ExtenderService, CandidateNamesResolveRightAfterTheNodeTableChanges) {
+  ExtenderService service("bestfit");
+  const json pod = pod_json({.name = "p", .gpus = 1});
+  auto load = [&](std::vector<json> nodes) {
+    std::vector<K8sNode> parsed;
+    for (const json& n : nodes) parsed.push_back(parse_node(n));
+    service.set_cluster(parsed, {parse_pod(pod)}, {pod});
+  };
+  auto passing = [&](std::vector<std::string> names) {
+    ExtenderArgs args;
+    args.pod = pod;
+    args.node_names = std::move(names);
+    return service.filter(args).node_names.value_or(std::vector<std::string>{});
+  };
+  load({node_json({.name = "a", .gpus = 8}), node_json({.name = "b", .gpus = 0})});
+  EXPECT_EQ(passing({"a", "b"}), std::vector<std::string>{"a"});
+  EXPECT_EQ(passing({"a", "b"}), std::vector<std::string>{"a"});  // through the remembered positions
+  // Reloaded in the other order, with the GPUs on the other node.
+  load({node_json({.name = "b", .gpus = 8}), node_json({.name = "a", .gpus = 0})});
+  EXPECT_EQ(passing({"a", "b"}), std::vector<std::string>{"b"});
+  EXPECT_EQ(passing({"b", "a"}), std::vector<std::string>{"b"});       // another order
+  EXPECT_EQ(passing({"a", "b", "c"}), std::vector<std::string>{"b"});  // an unknown name stays unknown
+}
+
 }  // namespace
 }  // namespace gpupack
