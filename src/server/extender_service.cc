@@ -358,22 +358,37 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   // The policy of this model (its FGD target from these pods) also chooses
   // the GPUs of pods whose ids the objects do not give, as it would have
   // when it placed them.
+  // Reservation placeholders are neither workload nor running pods: they
+  // are charged after every pod, and only where their GPUs are free now
+  // (an admit step's GPUs stay in use until the plan's moves free them;
+  // that is not a conflict).
+  std::vector<uint8_t> placeholder(kept.size(), 0);
+  for (int i : reservation_ids_) placeholder[static_cast<size_t>(i)] = 1;
   std::vector<const K8sPod*> kept_ptrs;
   kept_ptrs.reserve(kept.size());
-  for (const K8sPod& p : kept) kept_ptrs.push_back(&p);
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (!placeholder[i]) kept_ptrs.push_back(&kept[i]);
   reset_policy_locked(kept_ptrs);
-  ChargeResult charged = charge_running_pods(
-      *state_, nodes_, node_index_, kept, {}, [this](const ClusterState& state, NodeId node, const Request& req) {
-        const NodeId only[] = {node};
-        const Decision d = scheduler_->evaluate(state, req, only, nullptr);
-        Placement p;
-        if (d.placed()) {
-          p.assignment = d.assignment;
-        } else {
-          p = choose_placement(state, node, req);  // names the dimension that failed
-        }
-        return p;
-      });
+  ChargeResult charged =
+      charge_running_pods(*state_, nodes_, node_index_, kept, placeholder,
+                          [this](const ClusterState& state, NodeId node, const Request& req) {
+                            const NodeId only[] = {node};
+                            const Decision d = scheduler_->evaluate(state, req, only, nullptr);
+                            Placement p;
+                            if (d.placed()) {
+                              p.assignment = d.assignment;
+                            } else {
+                              p = choose_placement(state, node, req);  // names the dimension that failed
+                            }
+                            return p;
+                          });
+  for (int i : reservation_ids_) {
+    const K8sPod& holder = kept[static_cast<size_t>(i)];
+    const int n = node_index_.at(holder.node_name);
+    const Assignment where{NodeId{n}, holder.assigned->gpu_mask,
+                           holder.request.gpu_count > 0 ? holder.request.gpu_milli : 0};
+    (void)state_->bind(PodId{i}, model_request(holder, nodes_[static_cast<size_t>(n)]), where);
+  }
   std::vector<uint8_t> chosen_now(kept.size(), 0);
   for (PodId p : charged.unknown_ids) chosen_now[index(p)] = 1;
   unattributed_ = std::move(charged.messages);

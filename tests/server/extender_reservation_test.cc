@@ -128,6 +128,28 @@ TEST(ExtenderReservation, ThePodItIsForGoesThereAndConsumesIt) {
   for (const auto& [key, node] : s.placements()) EXPECT_EQ(key.find("gpupack-reservation"), std::string::npos) << key;
 }
 
+// An admit step reserves GPUs that pods still use until the plan's moves
+// free them: held from then on, never counted as a conflict before.
+TEST(ExtenderReservation, GpusStillInUseAreHeldOnceFreedNotConflicts) {
+  Cluster c(reservation("a:5", 1, kFuture));  // a-5 runs on GPU 5
+  const json two = owned({.name = "two", .gpus = 2}, "other");
+  c.add(two);
+  ExtenderService s("bestfit");
+  c.load(s);
+  EXPECT_EQ(s.metrics().charge_conflicts, 0U);
+  EXPECT_TRUE(s.unattributed().empty());
+  // a-5 moved away: GPU 5 is held for w, so a has only GPUs 6 and 7 free...
+  c.pods.erase(c.pods.begin() + 5);
+  c.load(s);
+  EXPECT_EQ(s.metrics().charge_conflicts, 0U);
+  // for the 2-GPU pod, and none more for a 3-GPU one.
+  EXPECT_EQ(passed(filter(s, two)), std::vector<std::string>{"a"});
+  const json three = owned({.name = "three", .gpus = 3}, "other");
+  c.add(three);
+  c.load(s);
+  EXPECT_TRUE(passed(filter(s, three)).empty()) << "the reserved GPU 5 was taken";
+}
+
 TEST(ExtenderReservation, ReadsTheExecutorsAnnotation) {
   const K8sNode n = parse_node(
       node_json({.name = "a", .annotations = {{"reservation.gpupack.io/p.1", reservation("a:6", 1, kFuture)}}}));
