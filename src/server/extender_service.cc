@@ -1357,6 +1357,7 @@ void ExtenderService::tick() {
     std::lock_guard lock(mu_);
     expire_assumed_locked();
     expire_gangs_locked(answers);
+    expire_reservations_locked();
     if (binder_ != nullptr) {
       roll.swap(roll_forward_);
       binder = binder_;
@@ -1370,6 +1371,24 @@ void ExtenderService::tick() {
     } else {
       log_warn("gang member not bound after a restart", {{"pod", item.pod.key()}, {"error", err}});
     }
+  }
+}
+
+void ExtenderService::expire_reservations_locked() {
+  if (reservation_ids_.empty()) return;
+  const int64_t now_unix_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  bool changed = false;
+  for (int i : reservation_ids_) {
+    const PodEntry& e = pods_[static_cast<size_t>(i)];
+    if (!e.reservation || e.reservation->expires_unix_s > now_unix_s || !state_->is_bound(PodId{i})) continue;
+    (void)state_->unbind(PodId{i});
+    changed = true;
+    log_info("defrag reservation expired", {{"reservation", e.reservation->key}, {"node", e.pod.node_name}});
+  }
+  if (changed) {
+    state_->commit();
+    ++mutations_;
   }
 }
 

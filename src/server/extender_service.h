@@ -79,7 +79,8 @@
 //   reservations are released and its held binds answered with an error
 //   (the scheduler retries them). Two gangs never both hold GPUs for the
 //   same capacity: the second is planned against the first's reservation.
-// - tick() (serve calls it every 50 ms) runs the timeouts, and writes the
+// - tick() (serve calls it every 50 ms) runs the timeouts (defrag
+//   reservations past their expiry stop holding GPUs), and writes the
 //   Bindings of gang members whose group was committed by a process that
 //   died before binding them all (roll_forward: a member bound with the
 //   same gpupack.io/gang-commit id proves the commit).
@@ -328,7 +329,8 @@ class ExtenderService {
                           bool confirmed);
   std::optional<K8sPod> parse_args_pod(const nlohmann::json& pod, std::string* error) const;
   void expire_assumed_locked();
-  bool release_locked(int pod);  // unbinds an assumed pod (not one whose bind is in flight); true if it did
+  void expire_reservations_locked();  // unbinds placeholders past their expiry (tick)
+  bool release_locked(int pod);       // unbinds an assumed pod (not one whose bind is in flight); true if it did
   // The engine's evaluation of `pod` over candidate node indices: the
   // decision and every feasible candidate's score; requests differ per node
   // only for shared replicas (one evaluate per distinct request).

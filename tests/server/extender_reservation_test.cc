@@ -3,8 +3,12 @@
 // reserved GPUs are taken for every other pod, the pod they are for is
 // steered to that node and may use them, a bind consumes the reservation
 // (across reloads), and an expired or malformed one holds nothing.
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "io/kubectl.h"
 #include "server/extender_service.h"
@@ -148,6 +152,22 @@ TEST(ExtenderReservation, GpusStillInUseAreHeldOnceFreedNotConflicts) {
   c.add(three);
   c.load(s);
   EXPECT_TRUE(passed(filter(s, three)).empty()) << "the reserved GPU 5 was taken";
+}
+
+// A reservation stops holding GPUs at its expiry (tick), without a reload.
+TEST(ExtenderReservation, ExpiresOnTheTickWithoutAReload) {
+  const auto soon =
+      std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) + std::chrono::seconds(2);
+  Cluster c(reservation("a:6", 1, fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", soon)));
+  const json two = owned({.name = "two", .gpus = 2}, "other");
+  c.add(two);
+  ExtenderService s("bestfit");
+  c.load(s);
+  s.tick();
+  EXPECT_TRUE(passed(filter(s, two)).empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  s.tick();
+  EXPECT_EQ(passed(filter(s, two)), std::vector<std::string>{"a"});
 }
 
 TEST(ExtenderReservation, ReadsTheExecutorsAnnotation) {
