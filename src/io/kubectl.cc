@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <limits>
@@ -904,11 +903,11 @@ K8sPod parse_pod(const json& j) {
   read_pod_claims(obj, j, p);
   read_pod_mobility(obj, meta, *spec, p);
   if (const json* created = member(meta, "creationTimestamp"); created != nullptr && created->is_string()) {
-    const std::optional<int64_t> t = parse_utc_timestamp(created->get_ref<const std::string&>());
+    const auto t = parse_rfc3339(created->get_ref<const std::string&>());
     if (!t)
       fail(obj, "metadata.creationTimestamp",
-           fmt::format("\"{}\" is not RFC 3339 UTC", excerpt(created->get_ref<const std::string&>())));
-    p.created_unix_s = *t;
+           fmt::format("\"{}\" is not an RFC 3339 time", excerpt(created->get_ref<const std::string&>())));
+    p.created_unix_s = std::chrono::duration_cast<std::chrono::seconds>(t->time_since_epoch()).count();
   }
   const json* deletion = member(meta, "deletionTimestamp");
   p.deleting = deletion != nullptr && !deletion->is_null();
@@ -1218,31 +1217,61 @@ std::vector<std::string> apply_rebuilt(ClusterState& state, const std::vector<K8
   return failed;
 }
 
-}  // namespace gpupack
-
-namespace gpupack {
-
-std::optional<int64_t> parse_utc_timestamp(std::string_view text) {
-  std::tm tm{};
-  char z = 0;
-  const std::string t(text.substr(0, 64));
-  // Fractional seconds (".123456") may follow the seconds.
-  int used = 0;
-  if (std::sscanf(t.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                  &tm.tm_sec, &used) != 6)
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::string& t) {
+  auto digits = [&](size_t pos, size_t n, int& out) {
+    if (pos + n > t.size()) return false;
+    out = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+      if (t[i] < '0' || t[i] > '9') return false;
+      out = out * 10 + (t[i] - '0');
+    }
+    return true;
+  };
+  int year, mon, day, hour, min, sec;
+  if (!digits(0, 4, year) || t.size() < 20 || t[4] != '-' || !digits(5, 2, mon) || t[7] != '-' || !digits(8, 2, day) ||
+      (t[10] != 'T' && t[10] != 't' && t[10] != ' ') || !digits(11, 2, hour) || t[13] != ':' || !digits(14, 2, min) ||
+      t[16] != ':' || !digits(17, 2, sec))
     return std::nullopt;
-  size_t at = static_cast<size_t>(used);
-  if (at < t.size() && t[at] == '.') {
-    ++at;
-    while (at < t.size() && std::isdigit(static_cast<unsigned char>(t[at]))) ++at;
+  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) return std::nullopt;
+  size_t pos = 19;
+  long long nanos = 0;
+  if (pos < t.size() && t[pos] == '.') {
+    size_t n = 0;
+    for (++pos; pos < t.size() && t[pos] >= '0' && t[pos] <= '9'; ++pos, ++n)
+      if (n < 9) nanos = nanos * 10 + (t[pos] - '0');
+    if (n == 0) return std::nullopt;
+    for (; n < 9; ++n) nanos *= 10;
   }
-  if (at + 1 != t.size() || (z = t[at]) != 'Z') return std::nullopt;
-  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-      tm.tm_sec > 60)
+  long offset_s = 0;
+  if (pos < t.size() && (t[pos] == 'Z' || t[pos] == 'z')) {
+    ++pos;
+  } else if (pos < t.size() && (t[pos] == '+' || t[pos] == '-')) {
+    int oh, om;
+    if (!digits(pos + 1, 2, oh) || pos + 3 >= t.size() || t[pos + 3] != ':' || !digits(pos + 4, 2, om) || oh > 23 ||
+        om > 59)
+      return std::nullopt;
+    offset_s = (t[pos] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
+    pos += 6;
+  } else {
     return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<int64_t>(timegm(&tm));
+  }
+  if (pos != t.size()) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = mon - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = min;
+  tm.tm_sec = sec;
+  const long long secs = static_cast<long long>(timegm(&tm)) - offset_s;
+  // system_clock counts nanoseconds (years 1678..2262): times beyond are clamped.
+  using Sys = std::chrono::system_clock;
+  const long long max_s =
+      std::chrono::duration_cast<std::chrono::seconds>(Sys::time_point::max().time_since_epoch()).count() - 1;
+  if (secs >= max_s) return Sys::time_point::max();
+  if (secs <= -max_s) return Sys::time_point::min();
+  return Sys::time_point(
+      std::chrono::duration_cast<Sys::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
 }
 
 bool GpuReservation::for_pod(const K8sPod& pod) const {
@@ -1279,10 +1308,9 @@ std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<s
       r.request.cpu_milli = v.at("cpuMilli").get<int64_t>();
       r.request.memory_mib = v.at("memoryMiB").get<int64_t>();
       const std::string exp = v.at("expires").get<std::string>();
-      const std::optional<int64_t> at = parse_utc_timestamp(exp);
-      if (!at)
-        throw std::invalid_argument("expires \"" + excerpt(exp) + "\" is not RFC 3339 UTC (YYYY-MM-DDTHH:MM:SSZ)");
-      r.expires_unix_s = *at;
+      const auto at = parse_rfc3339(exp);
+      if (!at) throw std::invalid_argument("expires \"" + excerpt(exp) + "\" is not an RFC 3339 time");
+      r.expires_unix_s = std::chrono::duration_cast<std::chrono::seconds>(at->time_since_epoch()).count();
       if (r.request.gpu_count != std::popcount(r.gpus.gpu_mask))
         throw std::invalid_argument("gpuCount differs from the GPUs named");
       out.push_back(std::move(r));

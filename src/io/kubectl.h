@@ -32,6 +32,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -215,9 +216,9 @@ struct GpuReservation {
 };
 std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<std::string>* errors);
 
-// Seconds since the epoch of a Kubernetes timestamp ("2026-12-02T07:01:50Z",
-// fractional seconds allowed); nullopt when it is not RFC 3339 UTC.
-std::optional<int64_t> parse_utc_timestamp(std::string_view text);
+// RFC 3339 (`2024-05-01T10:00:00Z`, fractions, `+02:00`); nullopt if not
+// one. Kubernetes timestamps, exec credential expiries, reservation expiries.
+std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::string& text);
 
 // GPU products (node labels nvidia.com/gpu.product, else
 // alibabacloud.com/gpu-card-model):

@@ -548,63 +548,6 @@ std::string excerpt(const std::string& text, size_t max = 400) {
 
 }  // namespace
 
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::string& t) {
-  auto digits = [&](size_t pos, size_t n, int& out) {
-    if (pos + n > t.size()) return false;
-    out = 0;
-    for (size_t i = pos; i < pos + n; ++i) {
-      if (t[i] < '0' || t[i] > '9') return false;
-      out = out * 10 + (t[i] - '0');
-    }
-    return true;
-  };
-  int year, mon, day, hour, min, sec;
-  if (!digits(0, 4, year) || t.size() < 20 || t[4] != '-' || !digits(5, 2, mon) || t[7] != '-' || !digits(8, 2, day) ||
-      (t[10] != 'T' && t[10] != 't' && t[10] != ' ') || !digits(11, 2, hour) || t[13] != ':' || !digits(14, 2, min) ||
-      t[16] != ':' || !digits(17, 2, sec))
-    return std::nullopt;
-  if (mon < 1 || mon > 12 || day < 1 || day > 31 || hour > 23 || min > 59 || sec > 60) return std::nullopt;
-  size_t pos = 19;
-  long long nanos = 0;
-  if (pos < t.size() && t[pos] == '.') {
-    size_t n = 0;
-    for (++pos; pos < t.size() && t[pos] >= '0' && t[pos] <= '9'; ++pos, ++n)
-      if (n < 9) nanos = nanos * 10 + (t[pos] - '0');
-    if (n == 0) return std::nullopt;
-    for (; n < 9; ++n) nanos *= 10;
-  }
-  long offset_s = 0;
-  if (pos < t.size() && (t[pos] == 'Z' || t[pos] == 'z')) {
-    ++pos;
-  } else if (pos < t.size() && (t[pos] == '+' || t[pos] == '-')) {
-    int oh, om;
-    if (!digits(pos + 1, 2, oh) || pos + 3 >= t.size() || t[pos + 3] != ':' || !digits(pos + 4, 2, om) || oh > 23 ||
-        om > 59)
-      return std::nullopt;
-    offset_s = (t[pos] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
-    pos += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (pos != t.size()) return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = year - 1900;
-  tm.tm_mon = mon - 1;
-  tm.tm_mday = day;
-  tm.tm_hour = hour;
-  tm.tm_min = min;
-  tm.tm_sec = sec;
-  const long long secs = static_cast<long long>(timegm(&tm)) - offset_s;
-  // system_clock counts nanoseconds (years 1678..2262): times beyond are clamped.
-  using Sys = std::chrono::system_clock;
-  const long long max_s =
-      std::chrono::duration_cast<std::chrono::seconds>(Sys::time_point::max().time_since_epoch()).count() - 1;
-  if (secs >= max_s) return Sys::time_point::max();
-  if (secs <= -max_s) return Sys::time_point::min();
-  return Sys::time_point(
-      std::chrono::duration_cast<Sys::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
-}
-
 ExecCredentialResult run_exec_plugin(const ExecPluginConfig& plugin) {
   const std::string who = fmt::format("exec plugin \"{}\" ({})", plugin.command, plugin.where);
   nlohmann::json info = {

@@ -96,9 +96,6 @@ struct ExecCredentialResult {
 
 ExecCredentialResult run_exec_plugin(const ExecPluginConfig& plugin);
 
-// RFC 3339 (`2024-05-01T10:00:00Z`, fractions, `+02:00`); nullopt if not one.
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::string& text);
-
 class ExecCredentialSource : public CredentialSource {
  public:
   explicit ExecCredentialSource(ExecPluginConfig plugin) : plugin_(std::move(plugin)) {}
