@@ -17,10 +17,9 @@ using testing::PodShape;
 
 // A pod of a ReplicaSet (movable unless something else holds it).
 json owned(PodShape s, const std::string& kind = "ReplicaSet") {
-  json p = pod_json(s);
-  p["metadata"]["ownerReferences"] = json::array(
-      {{{"apiVersion", "apps/v1"}, {"kind", kind}, {"name", s.name + "-rs"}, {"uid", "o"}, {"controller", true}}});
-  return p;
+  s.owner = s.name + "-rs";
+  s.owner_kind = kind;
+  return pod_json(s);
 }
 
 json pdb(const std::string& ns, const std::string& name, json selector, int allowed) {

@@ -4,19 +4,18 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/httplib_config.h"
-
 #include <chrono>
 #include <fstream>
-#include <thread>
 
 #include "support/cli_runner.h"
+#include "support/fake_kube_api.h"
 #include "support/k8s_fixtures.h"
 
 namespace gpupack {
 namespace {
 
 using nlohmann::json;
+using testing::FakeKubeApi;
 using testing::fresh_temp_dir;
 using ::testing::HasSubstr;
 using testing::list_json;
@@ -27,66 +26,25 @@ using testing::PodShape;
 using testing::run_gpupack;
 using testing::RunResult;
 
-json owned(PodShape s) {
-  json p = pod_json(s);
-  p["metadata"]["ownerReferences"] = json::array(
-      {{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "rs"}, {"uid", "o"}, {"controller", true}}});
-  return p;
-}
-
 // Two 8-GPU nodes, 7 one-GPU pods on each (a-side ones bare, b-side ones
 // owned), a pending owned 2-GPU pod, and a budget over the b-side pods.
 struct Cluster {
   std::vector<json> nodes{node_json({.name = "a"}), node_json({.name = "b"})};
   std::vector<json> pods;
-  std::vector<json> pdbs;
+  FakeKubeApi::Pdb pdb{"ml", "w", {{"app", "w"}}, 0, 0};
   explicit Cluster(int allowed) {
     for (int i = 0; i < 7; ++i) pods.push_back(pod_json({.name = "bare-" + std::to_string(i), .gpus = 1, .node = "a"}));
     for (int i = 0; i < 7; ++i)
-      pods.push_back(owned({.name = "w-" + std::to_string(i), .gpus = 1, .node = "b", .labels = {{"app", "w"}}}));
-    pods.push_back(owned({.name = "big", .gpus = 2}));
-    pdbs.push_back({{"apiVersion", "policy/v1"},
-                    {"kind", "PodDisruptionBudget"},
-                    {"metadata", {{"name", "w"}, {"namespace", "ml"}}},
-                    {"spec", {{"selector", {{"matchLabels", {{"app", "w"}}}}}}},
-                    {"status", {{"disruptionsAllowed", allowed}}}});
+      pods.push_back(pod_json(
+          {.name = "w-" + std::to_string(i), .gpus = 1, .node = "b", .labels = {{"app", "w"}}, .owner = "rs"}));
+    pods.push_back(pod_json({.name = "big", .gpus = 2, .owner = "rs"}));
+    pdb.status_allowed = allowed;
   }
 };
 
-class FakeApi {
- public:
-  explicit FakeApi(const Cluster& c) {
-    srv_.Get("/api/v1/nodes", [c](const httplib::Request&, httplib::Response& res) {
-      res.set_content(list_json(c.nodes).dump(), "application/json");
-    });
-    srv_.Get("/api/v1/pods", [c](const httplib::Request&, httplib::Response& res) {
-      res.set_content(list_json(c.pods).dump(), "application/json");
-    });
-    srv_.Get("/apis/policy/v1/poddisruptionbudgets", [c](const httplib::Request&, httplib::Response& res) {
-      res.set_content(list_json(c.pdbs).dump(), "application/json");
-    });
-    port_ = srv_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { srv_.listen_after_bind(); });
-    for (int i = 0; i < 500 && !srv_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ~FakeApi() {
-    srv_.stop();
-    thread_.join();
-  }
-  std::string kubeconfig(const std::string& dir) const {
-    const std::string path = dir + "/kubeconfig";
-    std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
-                           "  cluster: {server: \"http://127.0.0.1:"
-                        << port_
-                        << "\"}\ncontexts:\n- name: fake\n  context: {cluster: fake, user: u}\nusers:\n- name: u\n"
-                           "  user: {token: t}\n";
-    return path;
-  }
-
- private:
-  httplib::Server srv_;
-  int port_ = 0;
-  std::thread thread_;
+// The cluster read only: nothing schedules or moves.
+struct FakeApi : FakeKubeApi {
+  explicit FakeApi(const Cluster& c) : FakeKubeApi(c.nodes, c.pods, {c.pdb}, std::chrono::milliseconds(0), false) {}
 };
 
 TEST(DefragLiveCli, PlansALiveClusterMovingOnlyWhatItMay) {
@@ -125,7 +83,7 @@ TEST(DefragLiveCli, PlansFromKubectlFilesAndRejectsTwoSources) {
   const Cluster c(1);
   std::ofstream(dir + "/nodes.json") << list_json(c.nodes).dump();
   std::ofstream(dir + "/pods.json") << list_json(c.pods).dump();
-  std::ofstream(dir + "/pdbs.json") << list_json(c.pdbs).dump();
+  std::ofstream(dir + "/pdbs.json") << list_json({FakeKubeApi::pdb_json(c.pdb, c.pdb.status_allowed)}).dump();
   RunResult r = run_gpupack("defrag --nodes " + dir + "/nodes.json --pods " + dir + "/pods.json --pdbs " + dir +
                             "/pdbs.json --format evictions");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -33,16 +33,6 @@ using testing::PodShape;
 using testing::run_gpupack;
 using testing::RunResult;
 
-json owned(PodShape s, const std::string& rs) {
-  json p = pod_json(s);
-  p["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
-                                                   {"kind", "ReplicaSet"},
-                                                   {"name", rs},
-                                                   {"uid", "uid-rs-" + rs},
-                                                   {"controller", true}}});
-  return p;
-}
-
 std::string node_name(int i) { return fmt::format("n{:02}", i); }
 
 // 50 nodes of 8 GPUs: n00-n39 full (one bare 8-GPU pod each, never moved),
@@ -60,15 +50,15 @@ struct FiftyNodes {
         continue;
       }
       for (int g = 0; g < 6; ++g)
-        pods.push_back(owned({.name = fmt::format("w-{}-{}", n, g),
-                              .cpu = "1",
-                              .gpus = 1,
-                              .node = n,
-                              .assigned = fmt::format("{}:{}", n, g),
-                              .labels = {{"app", n}}},
-                             "rs-" + n));
+        pods.push_back(pod_json({.name = fmt::format("w-{}-{}", n, g),
+                                 .cpu = "1",
+                                 .gpus = 1,
+                                 .node = n,
+                                 .assigned = fmt::format("{}:{}", n, g),
+                                 .labels = {{"app", n}},
+                                 .owner = "rs-" + n}));
     }
-    pods.push_back(owned({.name = "big", .gpus = 8}, "big"));
+    pods.push_back(pod_json({.name = "big", .gpus = 8, .owner = "big"}));
   }
 };
 
@@ -145,13 +135,13 @@ TEST(DefragExecutor, ABudgetThatRefusesIsRetriedThenSkippedAndReleased) {
     pods.push_back(
         pod_json({.name = fmt::format("bare-{}", i), .gpus = 1, .node = "a", .assigned = fmt::format("a:{}", i)}));
   for (int i = 0; i < 7; ++i)
-    pods.push_back(owned({.name = fmt::format("w-{}", i),
-                          .gpus = 1,
-                          .node = "b",
-                          .assigned = fmt::format("b:{}", i),
-                          .labels = {{"app", "w"}}},
-                         "w"));
-  pods.push_back(owned({.name = "big", .gpus = 2}, "big"));
+    pods.push_back(pod_json({.name = fmt::format("w-{}", i),
+                             .gpus = 1,
+                             .node = "b",
+                             .assigned = fmt::format("b:{}", i),
+                             .labels = {{"app", "w"}},
+                             .owner = "w"}));
+  pods.push_back(pod_json({.name = "big", .gpus = 2, .owner = "big"}));
   FakeKubeApi::Pdb pdb{"ml", "w", {{"app", "w"}}, 7, 1};
   FakeKubeApi api(nodes, pods, {pdb});
   const std::string journal = dir + "/journal.json";

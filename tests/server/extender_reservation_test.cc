@@ -22,20 +22,10 @@ using testing::node_json;
 using testing::pod_json;
 using testing::PodShape;
 
-json owned(PodShape s, const std::string& rs) {
-  json p = pod_json(s);
-  p["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "apps/v1"},
-                                                   {"kind", "ReplicaSet"},
-                                                   {"name", rs},
-                                                   {"uid", "uid-rs-" + rs},
-                                                   {"controller", true}}});
-  return p;
-}
-
 std::string reservation(const std::string& gpus, int count, const std::string& expires) {
   return json{{"plan", "p"},
               {"step", 1},
-              {"for", {{"kind", "ReplicaSet"}, {"namespace", "ml"}, {"name", "w"}, {"uid", "uid-rs-w"}}},
+              {"for", {{"kind", "ReplicaSet"}, {"namespace", "ml"}, {"name", "w"}, {"uid", "uid-w"}}},
               {"gpus", gpus},
               {"gpuCount", count},
               {"gpuMilli", 1000},
@@ -84,7 +74,7 @@ const char* kFuture = "2200-01-01T00:00:00Z";
 
 TEST(ExtenderReservation, OthersCannotTakeTheReservedGpus) {
   Cluster c(reservation("a:6", 1, kFuture));
-  const json two = owned({.name = "two", .gpus = 2}, "other");
+  const json two = pod_json({.name = "two", .gpus = 2, .owner = "other"});
   c.add(two);
   ExtenderService s("bestfit");
   c.load(s);
@@ -106,8 +96,8 @@ TEST(ExtenderReservation, OthersCannotTakeTheReservedGpus) {
 
 TEST(ExtenderReservation, ThePodItIsForGoesThereAndConsumesIt) {
   Cluster c(reservation("a:6", 1, kFuture));
-  const json mine = owned({.name = "w-new", .gpus = 1}, "w");
-  const json other = owned({.name = "x", .gpus = 1}, "other");
+  const json mine = pod_json({.name = "w-new", .gpus = 1, .owner = "w"});
+  const json other = pod_json({.name = "x", .gpus = 1, .owner = "other"});
   c.add(mine);
   c.add(other);
   ExtenderService s("bestfit");
@@ -136,7 +126,7 @@ TEST(ExtenderReservation, ThePodItIsForGoesThereAndConsumesIt) {
 // free them: held from then on, never counted as a conflict before.
 TEST(ExtenderReservation, GpusStillInUseAreHeldOnceFreedNotConflicts) {
   Cluster c(reservation("a:5", 1, kFuture));  // a-5 runs on GPU 5
-  const json two = owned({.name = "two", .gpus = 2}, "other");
+  const json two = pod_json({.name = "two", .gpus = 2, .owner = "other"});
   c.add(two);
   ExtenderService s("bestfit");
   c.load(s);
@@ -148,7 +138,7 @@ TEST(ExtenderReservation, GpusStillInUseAreHeldOnceFreedNotConflicts) {
   EXPECT_EQ(s.metrics().charge_conflicts, 0U);
   // for the 2-GPU pod, and none more for a 3-GPU one.
   EXPECT_EQ(passed(filter(s, two)), std::vector<std::string>{"a"});
-  const json three = owned({.name = "three", .gpus = 3}, "other");
+  const json three = pod_json({.name = "three", .gpus = 3, .owner = "other"});
   c.add(three);
   c.load(s);
   EXPECT_TRUE(passed(filter(s, three)).empty()) << "the reserved GPU 5 was taken";
@@ -159,7 +149,7 @@ TEST(ExtenderReservation, ExpiresOnTheTickWithoutAReload) {
   const auto soon =
       std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) + std::chrono::seconds(2);
   Cluster c(reservation("a:6", 1, fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", soon)));
-  const json two = owned({.name = "two", .gpus = 2}, "other");
+  const json two = pod_json({.name = "two", .gpus = 2, .owner = "other"});
   c.add(two);
   ExtenderService s("bestfit");
   c.load(s);
@@ -179,7 +169,7 @@ TEST(ExtenderReservation, ReadsTheExecutorsAnnotation) {
   EXPECT_TRUE(errors.empty());
   EXPECT_EQ(r[0].gpus.gpu_mask, 1u << 6);
   EXPECT_EQ(r[0].expires_unix_s, 7258118400);
-  K8sPod p = parse_pod(owned({.name = "w-new", .gpus = 1}, "w"));
+  K8sPod p = parse_pod(pod_json({.name = "w-new", .gpus = 1, .owner = "w"}));
   EXPECT_TRUE(r[0].for_pod(p));
   p.namespace_name = "other";
   EXPECT_FALSE(r[0].for_pod(p));

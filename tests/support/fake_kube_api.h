@@ -42,8 +42,18 @@ class FakeKubeApi {
     int status_allowed = -1;  // what status.disruptionsAllowed says; -1 = computed now
   };
 
+  // The budget as the API shows it, with `allowed` as status.disruptionsAllowed.
+  static nlohmann::json pdb_json(const Pdb& b, int allowed) {
+    return {{"apiVersion", "policy/v1"},
+            {"kind", "PodDisruptionBudget"},
+            {"metadata", {{"name", b.name}, {"namespace", b.ns}}},
+            {"spec", {{"minAvailable", b.min_available}, {"selector", {{"matchLabels", b.match_labels}}}}},
+            {"status", {{"disruptionsAllowed", allowed}}}};
+  }
+
+  // `scheduling` false: no scheduler thread (pending pods stay pending).
   FakeKubeApi(std::vector<nlohmann::json> nodes, std::vector<nlohmann::json> pods, std::vector<Pdb> pdbs = {},
-              std::chrono::milliseconds start_delay = std::chrono::milliseconds(50))
+              std::chrono::milliseconds start_delay = std::chrono::milliseconds(50), bool scheduling = true)
       : nodes_(std::move(nodes)), pdbs_(std::move(pdbs)), start_delay_(start_delay) {
     for (auto& p : pods) pods_.push_back({std::move(p), {}});
     for (const Pdb& b : pdbs_) min_running_[b.ns + "/" + b.name] = running_selected(b);
@@ -65,11 +75,7 @@ class FakeKubeApi {
       for (const Pdb& b : pdbs_) {
         const int allowed =
             b.status_allowed >= 0 ? b.status_allowed : std::max(0, running_selected(b) - b.min_available);
-        items.push_back({{"apiVersion", "policy/v1"},
-                         {"kind", "PodDisruptionBudget"},
-                         {"metadata", {{"name", b.name}, {"namespace", b.ns}}},
-                         {"spec", {{"minAvailable", b.min_available}, {"selector", {{"matchLabels", b.match_labels}}}}},
-                         {"status", {{"disruptionsAllowed", allowed}}}});
+        items.push_back(pdb_json(b, allowed));
       }
       res.set_content(list(items).dump(), "application/json");
     });
@@ -108,8 +114,8 @@ class FakeKubeApi {
     port_ = srv_.bind_to_any_port("127.0.0.1");
     server_ = std::thread([this] { srv_.listen_after_bind(); });
     for (int i = 0; i < 500 && !srv_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    scheduler_ = std::thread([this] {
-      while (!stop_) {
+    scheduler_ = std::thread([this, scheduling] {
+      while (!stop_ && scheduling) {
         schedule();
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }

@@ -59,6 +59,8 @@ struct PodShape {
   std::map<std::string, std::string> extra_limits;
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;  // any others (gpupack.io/gpu-scope, ...)
+  std::string owner;                               // controller name ("" = none); its UID is "uid-<owner>"
+  std::string owner_kind = "ReplicaSet";
 };
 
 inline nlohmann::json pod_json(const PodShape& s) {
@@ -83,6 +85,12 @@ inline nlohmann::json pod_json(const PodShape& s) {
                          {"annotations", ann},
                          {"creationTimestamp", nullptr}};
   if (!s.labels.empty()) meta["labels"] = s.labels;
+  if (!s.owner.empty())
+    meta["ownerReferences"] = nlohmann::json::array({{{"apiVersion", "apps/v1"},
+                                                      {"kind", s.owner_kind},
+                                                      {"name", s.owner},
+                                                      {"uid", "uid-" + s.owner},
+                                                      {"controller", true}}});
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata", meta},
