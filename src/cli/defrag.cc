@@ -98,12 +98,10 @@ ExecJournal run_executor(const DefragFlags& f, const KubeClient& client, const s
   opt.reservation_ttl = std::chrono::seconds(static_cast<int64_t>(f.reservation_ttl_s));
   opt.stop = [] { return g_stop.load(); };
   const size_t total = journal.steps.size();
-  opt.on_step = [&f, total, &journal](const ExecStep& s) {
+  opt.on_step = [total](const ExecStep& s) {
     fmt::print("step {}/{} {} {}/{} {}{}: {}{}\n", s.index, total, s.kind, s.ns, s.pod,
                s.from.empty() ? "" : s.from + " -> ", s.to, s.state, s.detail.empty() ? "" : " (" + s.detail + ")");
     std::fflush(stdout);
-    (void)journal;
-    (void)f;
   };
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -303,9 +301,7 @@ void run_periodic(const DefragFlags& f) {
     const int64_t now =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
     const int left = rolling.left(now);
-    fmt::print("round {} ({}){}\n", round,
-               fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                           std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now())),
+    fmt::print("round {} ({}){}\n", round, format_rfc3339(std::chrono::system_clock::now()),
                left < 0 ? "" : fmt::format(": {} moves left this hour", left));
     std::fflush(stdout);
     const int moved = plan_round(f, left, &trigger);

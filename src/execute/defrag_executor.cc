@@ -21,12 +21,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::system_clock;
 
-std::string rfc3339(system_clock::time_point t) {
-  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(t));
-}
-
-const char* step_kind(MoveKind k) { return move_kind_name(k); }
-
 const K8sPod* find_pod(const std::vector<K8sPod>& pods, const std::string& ns, const std::string& name) {
   for (const K8sPod& p : pods)
     if (p.namespace_name == ns && p.name == name) return &p;
@@ -64,7 +58,7 @@ ExecJournal make_journal(const DefragPlan& plan, const std::vector<K8sPod>& pods
   ExecJournal j;
   j.plan_id = plan_id;
   j.server = server;
-  j.created = rfc3339(system_clock::now());
+  j.created = format_rfc3339(system_clock::now());
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& ps = plan.steps[i];
     const size_t pi = index(ps.pod);
@@ -72,7 +66,7 @@ ExecJournal make_journal(const DefragPlan& plan, const std::vector<K8sPod>& pods
     const K8sPod& p = pods[pi];
     ExecStep s;
     s.index = static_cast<int>(i + 1);
-    s.kind = ps.kind == MoveKind::kAdmit ? "admit" : step_kind(ps.kind);
+    s.kind = ps.kind == MoveKind::kAdmit ? "admit" : move_kind_name(ps.kind);
     s.ns = p.namespace_name;
     s.pod = p.name;
     s.uid = p.uid;
@@ -144,6 +138,7 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
   auto steps = j.find("steps");
   if (steps == j.end() || !steps->is_array()) throw std::runtime_error(where + ": field 'steps' is not a list");
   static const std::set<std::string> kStates = {"planned", "reserved", "evicted", "done", "skipped", "failed"};
+  static const std::set<std::string> kKinds = {"remap", "migrate", "evict", "admit"};
   for (size_t i = 0; i < steps->size(); ++i) {
     const json& e = (*steps)[i];
     const std::string at = fmt::format("{}: steps[{}]", where, i);
@@ -177,6 +172,7 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
       for (const json& u : *k)
         if (u.is_string()) s.known_uids.push_back(u.get<std::string>());
     if (!kStates.count(s.state)) throw std::runtime_error(fmt::format("{}: unknown state '{}'", at, s.state));
+    if (!kKinds.count(s.kind)) throw std::runtime_error(fmt::format("{}: unknown kind '{}'", at, s.kind));
     if (s.ns.empty() || s.pod.empty() || s.to.empty())
       throw std::runtime_error(at + ": namespace, pod and to are required");
     out.steps.push_back(std::move(s));
@@ -219,7 +215,7 @@ std::string reservation_value(const ExecJournal& j, const ExecStep& s, system_cl
               {"gpuMilli", s.request.gpu_milli},
               {"cpuMilli", s.request.cpu_milli},
               {"memoryMiB", s.request.memory_mib},
-              {"expires", rfc3339(expires)}}
+              {"expires", format_rfc3339(expires)}}
       .dump();
 }
 
@@ -233,12 +229,11 @@ void DefragExecutor::save(ExecJournal& j, ExecStep* s) {
 
 bool DefragExecutor::sleep_for(std::chrono::milliseconds d) {
   const auto until = std::chrono::steady_clock::now() + d;
-  while (std::chrono::steady_clock::now() < until) {
-    if (options_.stop()) return false;
-    std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(
-        std::chrono::milliseconds(50), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           until - std::chrono::steady_clock::now() + std::chrono::milliseconds(1))));
-  }
+  // In slices of at most 50 ms, so that a stop is seen soon.
+  for (auto now = std::chrono::steady_clock::now(); now < until && !options_.stop();
+       now = std::chrono::steady_clock::now())
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(50), until - now));
   return !options_.stop();
 }
 
@@ -249,7 +244,7 @@ std::vector<K8sPod> DefragExecutor::read_pods(const ExecJournal& j) {
 }
 
 void DefragExecutor::event(const ExecStep& s, const std::string& reason, const std::string& message, bool warning) {
-  const std::string now = rfc3339(system_clock::now());
+  const std::string now = format_rfc3339(system_clock::now());
   json ev = {{"apiVersion", "v1"},
              {"kind", "Event"},
              {"metadata", {{"generateName", s.pod + ".gpupack-defrag-"}, {"namespace", s.ns}}},

@@ -62,7 +62,7 @@ struct ExecStep {
   std::string owner_kind, owner_name, owner_uid;  // empty for admit steps of bare pods
   std::string from, to;                           // from = "" for admit
   std::string gpus;                               // gpupack.io/assigned-gpus value on `to`
-  Request request;
+  Request request;                                // the journal keeps gpu_count, gpu_milli, cpu_milli and memory_mib
   // planned, reserved, evicted: in progress; done, skipped, failed: final.
   std::string state = "planned";
   std::string detail;  // why skipped or failed, or where the replacement runs

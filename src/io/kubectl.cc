@@ -1,5 +1,6 @@
 #include "io/kubectl.h"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -1272,6 +1273,10 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::st
   if (secs <= -max_s) return Sys::time_point::min();
   return Sys::time_point(
       std::chrono::duration_cast<Sys::duration>(std::chrono::seconds(secs) + std::chrono::nanoseconds(nanos)));
+}
+
+std::string format_rfc3339(std::chrono::system_clock::time_point t) {
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(t));
 }
 
 bool GpuReservation::for_pod(const K8sPod& pod) const {

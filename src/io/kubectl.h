@@ -219,6 +219,8 @@ std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<s
 // RFC 3339 (`2024-05-01T10:00:00Z`, fractions, `+02:00`); nullopt if not
 // one. Kubernetes timestamps, exec credential expiries, reservation expiries.
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::string& text);
+// "2026-12-02T07:01:50Z": whole seconds, UTC.
+std::string format_rfc3339(std::chrono::system_clock::time_point t);
 
 // GPU products (node labels nvidia.com/gpu.product, else
 // alibabacloud.com/gpu-card-model):

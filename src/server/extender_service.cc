@@ -737,8 +737,7 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   std::array<int, kDimensionCount> counts{};
   bool gang_failed = false;
   std::string reserved_on;  // a defragmentation reservation steers this pod there
-  for (int c : reservation_ids_.empty() ? std::vector<int>{} : claims_locked(*pod))
-    reserved_on = nodes_[index(state_->assignment(PodId{c}).node)].spec.name;
+  for (int c : claims_locked(*pod)) reserved_on = nodes_[index(state_->assignment(PodId{c}).node)].spec.name;
   for (size_t k = 0; k < idx.size(); ++k) {
     if (feasible[static_cast<size_t>(idx[k])]) {
       passed.push_back(k);

@@ -165,10 +165,12 @@ KubeResponse KubeClient::request(const std::string& method, const std::string& p
 namespace {
 
 // "" when `ns` is a DNS-1123 label and `name` a DNS-1123 subdomain, as the
-// API requires of namespaces and pod names; else why not. A name that
+// API requires of namespaces and of pod and node names (`noun` says which,
+// for the message); else why not. A name that
 // passes is one path segment as it stands (lower-case letters, digits, '-'
 // and '.', never "." or ".."), so no name can reach another API path.
-std::string check_pod_path(std::string_view call, const std::string& ns, const std::string& name) {
+std::string check_pod_path(std::string_view call, const std::string& ns, const std::string& name,
+                           std::string_view noun = "pod") {
   auto dns = [](std::string_view v, bool dots, size_t max) {
     if (v.empty() || v.size() > max) return false;
     auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -188,8 +190,8 @@ std::string check_pod_path(std::string_view call, const std::string& ns, const s
     return fmt::format("{}: namespace \"{}\" is not a valid Kubernetes namespace (DNS-1123 label); no request sent",
                        call, excerpt(ns));
   if (!dns(name, true, 253))
-    return fmt::format("{}: pod name \"{}\" is not a valid Kubernetes name (DNS-1123 subdomain); no request sent", call,
-                       excerpt(name));
+    return fmt::format("{}: {} name \"{}\" is not a valid Kubernetes name (DNS-1123 subdomain); no request sent", call,
+                       noun, excerpt(name));
   return "";
 }
 
@@ -229,8 +231,7 @@ KubeResponse KubeClient::evict_pod(const std::string& ns, const std::string& nam
 
 std::string KubeClient::patch_node_annotations(
     const std::string& node, const std::map<std::string, std::optional<std::string>>& annotations) const {
-  // A node name is a DNS-1123 subdomain, as a pod name is.
-  if (std::string bad = check_pod_path("PATCH node", "default", node); !bad.empty()) return bad;
+  if (std::string bad = check_pod_path("PATCH node", "default", node, "node"); !bad.empty()) return bad;
   nlohmann::json values = nlohmann::json::object();
   for (const auto& [k, v] : annotations) values[k] = v ? nlohmann::json(*v) : nlohmann::json();
   nlohmann::json patch = {{"metadata", {{"annotations", values}}}};

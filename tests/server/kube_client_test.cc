@@ -173,6 +173,12 @@ TEST(KubeClient, NamesThatAreNotKubernetesNamesNeverReachTheApi) {
     const std::string err = client.create_binding(ns, name, "", "n");
     EXPECT_NE(err.find("no request sent"), std::string::npos) << ns << "/" << name << ": " << err;
     EXPECT_NE(client.patch_pod_annotations(ns, name, {{"k", "v"}}).find("no request sent"), std::string::npos);
+    // The defrag executor's calls check their names the same way.
+    EXPECT_NE(client.evict_pod(ns, name, "").error.find("no request sent"), std::string::npos);
+    if (!ns.empty() && ns.find('/') == std::string::npos && ns != "ml.dot") {
+      const std::string node_err = client.patch_node_annotations(name, {{"k", "v"}});
+      EXPECT_NE(node_err.find("PATCH node: node name"), std::string::npos) << name << ": " << node_err;
+    }
   }
   EXPECT_TRUE(api.calls().empty());
   // Valid names with dots and dashes go through (and reach the fake's 409).
