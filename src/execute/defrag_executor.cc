@@ -203,20 +203,16 @@ void write_journal(const std::string& path, const ExecJournal& j) {
 
 std::string reservation_value(const ExecJournal& j, const ExecStep& s, system_clock::time_point expires) {
   const bool admit = s.kind == "admit";
-  json who = {{"kind", admit ? "Pod" : s.owner_kind},
-              {"namespace", s.ns},
-              {"name", admit ? s.pod : s.owner_name},
-              {"uid", admit ? s.uid : s.owner_uid}};
-  return json{{"plan", j.plan_id},
-              {"step", s.index},
-              {"for", who},
-              {"gpus", s.gpus},
-              {"gpuCount", s.request.gpu_count},
-              {"gpuMilli", s.request.gpu_milli},
-              {"cpuMilli", s.request.cpu_milli},
-              {"memoryMiB", s.request.memory_mib},
-              {"expires", format_rfc3339(expires)}}
-      .dump();
+  GpuReservation r;
+  r.key = s.reservation_key(j.plan_id);
+  r.for_kind = admit ? "Pod" : s.owner_kind;
+  r.for_namespace = s.ns;
+  r.for_name = admit ? s.pod : s.owner_name;
+  r.for_uid = admit ? s.uid : s.owner_uid;
+  r.gpus = parse_assigned_gpus(s.gpus);
+  r.request = s.request;
+  r.expires_unix_s = std::chrono::duration_cast<std::chrono::seconds>(expires.time_since_epoch()).count();
+  return reservation_annotation_value(r);
 }
 
 DefragExecutor::DefragExecutor(const KubeClient& client, ExecOptions options)

@@ -97,10 +97,9 @@ ExecJournal read_journal(const std::string& path);
 // Temporary file, fsync, rename, fsync of the folder.
 void write_journal(const std::string& path, const ExecJournal& j);
 
-// The reservation annotation's value (JSON): {"plan", "step", "for":
-// {"kind", "namespace", "name", "uid"}, "gpus", "gpuMilli", "cpuMilli",
-// "memoryMiB", "expires"}; "for" is the controller for moves, the pod for
-// admit steps.
+// The reservation annotation's value for step `s` (io/kubectl.h
+// GpuReservation: "for" is the controller for moves, the pod for admit
+// steps; GPUs, request, expiry).
 std::string reservation_value(const ExecJournal& j, const ExecStep& s, std::chrono::system_clock::time_point expires);
 
 struct ExecOptions {

@@ -1279,6 +1279,19 @@ std::string format_rfc3339(std::chrono::system_clock::time_point t) {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::floor<std::chrono::seconds>(t));
 }
 
+std::string reservation_annotation_value(const GpuReservation& r) {
+  const json who = {{"kind", r.for_kind}, {"namespace", r.for_namespace}, {"name", r.for_name}, {"uid", r.for_uid}};
+  return json{
+      {"for", who},
+      {"gpus", format_assigned_gpus(r.gpus)},
+      {"gpuCount", r.request.gpu_count},
+      {"gpuMilli", r.request.gpu_milli},
+      {"cpuMilli", r.request.cpu_milli},
+      {"memoryMiB", r.request.memory_mib},
+      {"expires", format_rfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(r.expires_unix_s)))}}
+      .dump();
+}
+
 bool GpuReservation::for_pod(const K8sPod& pod) const {
   if (pod.namespace_name != for_namespace || for_uid.empty()) return false;
   if (for_kind == "Pod") return pod.uid == for_uid;

@@ -204,7 +204,8 @@ struct K8sPod {
 // node_reservations() returns the node's reservations, expired ones
 // included; a malformed one is left out with a message ("node N annotation
 // K: why") in `errors`. for_pod(): whether `pod` may use it (same namespace
-// and controller UID, or the named pod's UID).
+// and controller UID, or the named pod's UID). reservation_annotation_value()
+// writes the value node_reservations() reads (the key is the caller's).
 inline constexpr std::string_view kReservationPrefix = "reservation.gpupack.io/";
 struct GpuReservation {
   std::string key;  // the annotation key
@@ -215,6 +216,7 @@ struct GpuReservation {
   bool for_pod(const K8sPod& pod) const;
 };
 std::vector<GpuReservation> node_reservations(const K8sNode& node, std::vector<std::string>* errors);
+std::string reservation_annotation_value(const GpuReservation& r);
 
 // RFC 3339 (`2024-05-01T10:00:00Z`, fractions, `+02:00`); nullopt if not
 // one. Kubernetes timestamps, exec credential expiries, reservation expiries.

@@ -311,6 +311,19 @@ TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
   EXPECT_EQ(value["for"]["uid"], "rs");
   EXPECT_EQ(value["gpus"], "a:7");
   EXPECT_EQ(value["expires"], "1970-01-01T00:00:00Z");
+  // What the extender reads back (io/kubectl.h node_reservations).
+  K8sNode node;
+  node.spec.name = "a";
+  node.annotations[s.reservation_key(j.plan_id)] = reservation_value(j, s, std::chrono::system_clock::time_point{});
+  std::vector<std::string> errors;
+  const std::vector<GpuReservation> read = node_reservations(node, &errors);
+  ASSERT_EQ(read.size(), 1U) << (errors.empty() ? "" : errors[0]);
+  EXPECT_EQ(read[0].key, "reservation.gpupack.io/p1.1");
+  EXPECT_EQ(read[0].for_kind, "ReplicaSet");
+  EXPECT_EQ(read[0].for_uid, "rs");
+  EXPECT_EQ(read[0].gpus.gpu_mask, 1u << 7);
+  EXPECT_EQ(read[0].request.gpu_count, 1);
+  EXPECT_EQ(read[0].expires_unix_s, 0);
   json bad = journal_to_json(j);
   bad["steps"][0]["state"] = "halfway";
   EXPECT_THROW(journal_from_json(bad, "j.json"), std::runtime_error);
