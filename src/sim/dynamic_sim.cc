@@ -275,9 +275,10 @@ class Simulation {
     budget.max_moves = static_cast<int>(o_.defrag_budget_fraction * running_pods);
     if (budget.max_moves <= 0) return;
     // The goal: admit the job at the head of the queue (all its pods or
-    // none), the one that has waited longest by the queue's order; the
-    // admissions are undone below and left to the queue's own pass, so that
-    // the job starts through the usual path (reservations, bookkeeping).
+    // none), the one that has waited longest by the queue's order. Only the
+    // plan's moves are applied; the admission is left to the queue's own
+    // pass, so that the job starts through the usual path (reservations,
+    // bookkeeping).
     DefragGoal goal;
     goal.kind = GoalKind::kAdmitPending;
     const std::vector<int32_t> order = queue_.ordered();
@@ -288,10 +289,10 @@ class Simulation {
     goal.gang = goal.pending.size() > 1;
     PlannerOptions options;
     options.time_limit_s = 0.5;
-    const DefragPlan plan = plan_and_apply(state_, goal, budget, infos, options);
+    DefragPlan plan = plan_defrag(state_, goal, budget, infos, options);
     ++out_.defrag_runs;
-    for (const PlanStep& step : plan.steps)
-      if (step.kind == MoveKind::kAdmit && state_.is_bound(step.pod)) (void)state_.unbind(step.pod);
+    std::erase_if(plan.steps, [](const PlanStep& step) { return step.kind == MoveKind::kAdmit; });
+    apply_plan(state_, plan);
     state_.commit();
     if (plan.moves() == 0) return;
     out_.defrag_moves += plan.moves();
