@@ -75,15 +75,29 @@ BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, gpuclustering, std::string("gpuclus
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, random, std::string("random"))->Unit(benchmark::kMillisecond);
 
+// An openb-like synthetic cluster of `node_count` nodes and its arrivals.
+Loaded synthetic_loaded(int node_count) {
+  SyntheticOptions opt;
+  opt.node_count = node_count;
+  auto nodes = synthetic_nodes(opt);
+  auto trace = synthetic_workload(opt, ClusterState(nodes).gpu_capacity_milli());
+  return prepare(std::move(nodes), std::move(trace), 42);
+}
+
+// Schedules arrivals in order until half the GPU capacity is used; returns
+// the index of the first arrival not scheduled.
+size_t fill_to_half(ClusterState& cluster, const Loaded& l, const std::string& policy_name) {
+  auto policy = make_policy(policy_name, {42, l.target});
+  Scheduler sched(*policy);
+  size_t i = 0;
+  for (; i < l.arrivals.size() && cluster.gpu_used_milli() < cluster.gpu_capacity_milli() / 2; ++i)
+    sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l.arrivals[i]);
+  return i;
+}
+
 // 10x synthetic cluster: 12,000 nodes, ~106,000 arrivals at tune 1.3.
 void BM_Synthetic10xFgd(benchmark::State& state) {
-  static const Loaded l = [] {
-    SyntheticOptions opt;
-    opt.node_count = 12000;
-    auto nodes = synthetic_nodes(opt);
-    auto trace = synthetic_workload(opt, ClusterState(nodes).gpu_capacity_milli());
-    return prepare(std::move(nodes), std::move(trace), 42);
-  }();
+  static const Loaded l = synthetic_loaded(12000);
   state.counters["arrivals"] = static_cast<double>(l.arrivals.size());
   run_one(state, l, "fgd");
 }
@@ -97,11 +111,7 @@ void BM_DecideHalfFullOpenb(benchmark::State& state, const std::string& policy_n
     return;
   }
   ClusterState cluster(l->nodes);
-  auto policy = make_policy(policy_name, {42, l->target});
-  Scheduler sched(*policy);
-  size_t i = 0;
-  for (; i < l->arrivals.size() && cluster.gpu_used_milli() < cluster.gpu_capacity_milli() / 2; ++i)
-    sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l->arrivals[i]);
+  const size_t i = fill_to_half(cluster, *l, policy_name);
   size_t k = i;
   for (auto _ : state) {
     // Fresh memo per decision so the measured cost is the uncached one.
@@ -120,19 +130,9 @@ BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit
 // filled to half, with every score reported (prioritize). Arg 0: the plain
 // walk; 1: results shared within each class of identical nodes.
 void BM_ColdCandidateWalk5000(benchmark::State& state) {
-  static const Loaded l = [] {
-    SyntheticOptions opt;
-    opt.node_count = 5000;
-    auto nodes = synthetic_nodes(opt);
-    auto trace = synthetic_workload(opt, ClusterState(nodes).gpu_capacity_milli());
-    return prepare(std::move(nodes), std::move(trace), 42);
-  }();
+  static const Loaded l = synthetic_loaded(5000);
   ClusterState cluster(l.nodes);
-  auto policy = make_policy("fgd", {42, l.target});
-  Scheduler fill(*policy);
-  size_t i = 0;
-  for (; i < l.arrivals.size() && cluster.gpu_used_milli() < cluster.gpu_capacity_milli() / 2; ++i)
-    fill.schedule(cluster, PodId{static_cast<int32_t>(i)}, l.arrivals[i]);
+  const size_t i = fill_to_half(cluster, l, "fgd");
   std::vector<NodeId> all;
   for (int n = 0; n < cluster.node_count(); ++n) all.push_back(NodeId{n});
   std::vector<ScoredNode> scored;
