@@ -129,11 +129,27 @@ ExecJournal run_executor(const DefragFlags& f, const KubeClient& client, const s
   return journal;
 }
 
+// The live cluster (--kubeconfig/--context/--live): its config and one client
+// for every read and write of a run.
+struct LiveCluster {
+  KubeConfig config;
+  std::unique_ptr<KubeClient> client;
+};
+
+bool live_source(const DefragFlags& f) { return f.live || !f.kubeconfig.empty() || !f.context.empty(); }
+
+LiveCluster connect(const DefragFlags& f) {
+  LiveCluster c;
+  c.config = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
+  c.client = std::make_unique<KubeClient>(c.config, 60);
+  return c;
+}
+
 // The planner's input from exactly one source: --state, kubectl JSON files
 // (--nodes/--pods[/--pdbs]) or the live API (--kubeconfig/--context/--live).
-LiveDefragInput load_input(const DefragFlags& f) {
+LiveDefragInput load_input(const DefragFlags& f, const LiveCluster* live) {
   const bool files = !f.nodes.empty() || !f.pods.empty() || !f.pdbs.empty();
-  const bool api = f.live || !f.kubeconfig.empty() || !f.context.empty();
+  const bool api = live_source(f);
   if (int(!f.state.empty()) + int(files) + int(api) != 1)
     throw std::invalid_argument(
         "give one source: --state FILE, --nodes/--pods [--pdbs] files, or the live cluster (--kubeconfig, "
@@ -150,8 +166,9 @@ LiveDefragInput load_input(const DefragFlags& f) {
     return live_defrag_input(read_node_list_file(f.nodes), read_pod_list_file(f.pods),
                              f.pdbs.empty() ? std::vector<K8sPdb>{} : read_pdb_list_file(f.pdbs), opt);
   }
-  KubeConfig cfg = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
-  KubeClient client(cfg, 60);
+  if (live == nullptr) throw std::logic_error("load_input: the live cluster is not connected");
+  const KubeConfig& cfg = live->config;
+  const KubeClient& client = *live->client;
   auto body = [](const KubeResponse& r) {
     if (!r.error.empty()) throw std::runtime_error(r.error);
     return r.body;
@@ -170,28 +187,15 @@ std::string new_plan_id() {
   return fmt::format("{:%Y%m%d-%H%M%S}-{:x}", now, static_cast<unsigned>(::getpid()) & 0xffffu);
 }
 
-// The live cluster's client, for the executor's own calls.
-struct LiveCluster {
-  KubeConfig config;
-  std::unique_ptr<KubeClient> client;
-};
-
-LiveCluster connect(const DefragFlags& f) {
-  LiveCluster c;
-  c.config = resolve_kube_config({.kubeconfig_path = f.kubeconfig, .context = f.context});
-  c.client = std::make_unique<KubeClient>(c.config, 60);
-  return c;
-}
-
 // One plan and, with --apply, its execution. `moves_cap` (-1 = none) caps
 // the budget further (periodic mode's rolling budget); with `trigger`
 // (periodic mode) the round does nothing unless it fires. Returns the moves
 // carried out (--apply) or planned.
-int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigger) {
+int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigger, const LiveCluster* live) {
   DefragGoal goal;
   goal.kind = parse_goal_kind(f.goal);
   goal.gang = f.gang;
-  LiveDefragInput in = load_input(f);
+  LiveDefragInput in = load_input(f, live);
   Snapshot& snap = in.snapshot;
   if (trigger != nullptr) {
     const int64_t now =
@@ -233,10 +237,9 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
       fmt::print("nothing to apply\n");
       return 0;
     }
-    LiveCluster c = connect(f);
-    ExecJournal journal = make_journal(plan, in.pods, snap.state, new_plan_id(), c.config.server);
+    ExecJournal journal = make_journal(plan, in.pods, snap.state, new_plan_id(), live->config.server);
     write_journal(f.journal, journal);
-    journal = run_executor(f, *c.client, c.config.server, std::move(journal), trigger != nullptr);
+    journal = run_executor(f, *live->client, live->config.server, std::move(journal), trigger != nullptr);
     int moved = 0;
     for (const ExecStep& s : journal.steps) moved += s.kind != "admit" && s.state == "done";
     return moved;
@@ -289,6 +292,7 @@ void run_periodic(const DefragFlags& f) {
       f.wait_bound.empty() ? -1 : static_cast<int64_t>(parse_duration_s(f.wait_bound, "--wait-bound"));
   trigger.large_gpus = f.large_gpus;
   RollingBudget rolling(f.max_moves_per_hour, 3600);
+  const LiveCluster live = connect(f);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   for (int round = 1; (f.rounds == 0 || round <= f.rounds) && !g_stop; ++round) {
@@ -304,7 +308,7 @@ void run_periodic(const DefragFlags& f) {
     fmt::print("round {} ({}){}\n", round, format_rfc3339(std::chrono::system_clock::now()),
                left < 0 ? "" : fmt::format(": {} moves left this hour", left));
     std::fflush(stdout);
-    const int moved = plan_round(f, left, &trigger);
+    const int moved = plan_round(f, left, &trigger, &live);
     if (f.apply) rolling.spend(now, moved);
     std::fflush(stdout);
   }
@@ -346,7 +350,8 @@ void run_defrag(const DefragFlags& f) {
     run_periodic(f);
     return;
   }
-  (void)plan_round(f, -1, nullptr);
+  const std::optional<LiveCluster> live = live_source(f) ? std::optional<LiveCluster>(connect(f)) : std::nullopt;
+  (void)plan_round(f, -1, nullptr, live ? &*live : nullptr);
 }
 }  // namespace
 
