@@ -7,6 +7,10 @@
 # JSON line per run: p50/p99 of each verb in ms and how many prioritize
 # replies had a unique top node.
 # Usage: bench/extender_client.sh <gpupack-binary> [nodes=5000] [calls=300] [runs=3] [policy=fgd]
+# PIN=1 in the environment runs the server on CPU 1 and the client on CPU 0
+# (taskset), as a kube-scheduler on its own cores would be; default: both
+# processes share every core. QUIET_GC=1 makes the client collect its
+# garbage between calls, outside the timed window (bench -quiet-gc).
 set -euo pipefail
 gpupack="${1:?usage: extender_client.sh <gpupack-binary> [nodes] [calls] [runs] [policy]}"
 nodes="${2:-5000}"
@@ -22,7 +26,10 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"
 "$here/../tests/e2e/build_scheduler.sh" "$work" >/dev/null
 "$work/scheduler" synth -nodes "$nodes" -out "$work"
 echo '{"kind":"List","items":[]}' > "$work/none.json"
-"$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" --assume off \
+server_cpu=() client_cpu=() gcflag=""
+[ "${QUIET_GC:-0}" = 1 ] && gcflag="-quiet-gc"
+if [ "${PIN:-0}" = 1 ]; then server_cpu=(taskset -c 1) client_cpu=(taskset -c 0); fi
+"${server_cpu[@]}" "$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" --assume off \
   --listen 127.0.0.1:0 --port-file "$work/port" 2>"$work/serve.log" &
 pid=$!
 wait_for "$work/port" "$work/serve.log"
@@ -31,7 +38,7 @@ for run in $(seq 1 "$runs"); do
   for mode in names full; do
     flag=""
     [ "$mode" = full ] && flag="-full-nodes"
-    echo "{\"run\":$run,\"mode\":\"$mode\",\"nodes\":$nodes,\"stats\":$("$work/scheduler" bench -extender "$url" \
-      -nodes "$work/nodes.json" -pods "$work/pods.json" -calls "$calls" $flag)}"
+    echo "{\"run\":$run,\"mode\":\"$mode\",\"nodes\":$nodes,\"stats\":$("${client_cpu[@]}" "$work/scheduler" bench -extender "$url" \
+      -nodes "$work/nodes.json" -pods "$work/pods.json" -calls "$calls" $flag $gcflag)}"
   done
 done
