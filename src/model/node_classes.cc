@@ -1,9 +1,76 @@
 #include "model/node_classes.h"
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 namespace gpupack {
+namespace {
+
+std::atomic<uint64_t> next_log_id{1};
+
+}  // namespace
+
+NodeClasses::NodeClasses() { start_history(); }
+
+NodeClasses::NodeClasses(const NodeClasses& other)
+    : class_of_(other.class_of_),
+      classes_(other.classes_),
+      live_(other.live_),
+      live_ids_(other.live_ids_),
+      free_(other.free_),
+      by_hash_(other.by_hash_),
+      order_(other.order_) {
+  start_history();
+}
+
+NodeClasses& NodeClasses::operator=(const NodeClasses& other) {
+  if (this == &other) return *this;
+  NodeClasses copy(other);
+  *this = std::move(copy);
+  return *this;
+}
+
+NodeClasses::NodeClasses(NodeClasses&& other) noexcept
+    : class_of_(std::move(other.class_of_)),
+      classes_(std::move(other.classes_)),
+      live_(std::move(other.live_)),
+      live_ids_(std::move(other.live_ids_)),
+      free_(std::move(other.free_)),
+      by_hash_(std::move(other.by_hash_)),
+      order_(std::move(other.order_)) {
+  start_history();
+  other.start_history();
+}
+
+NodeClasses& NodeClasses::operator=(NodeClasses&& other) noexcept {
+  if (this == &other) return *this;
+  class_of_ = std::move(other.class_of_);
+  classes_ = std::move(other.classes_);
+  live_ = std::move(other.live_);
+  live_ids_ = std::move(other.live_ids_);
+  free_ = std::move(other.free_);
+  by_hash_ = std::move(other.by_hash_);
+  order_ = std::move(other.order_);
+  start_history();
+  other.start_history();
+  return *this;
+}
+
+void NodeClasses::start_history() {
+  log_.clear();
+  log_end_ = 0;
+  log_id_ = next_log_id.fetch_add(1, std::memory_order_relaxed);
+}
+
+void NodeClasses::touch(int32_t c) {
+  if (log_.size() < kLogCapacity) {
+    log_.push_back(c);
+  } else {
+    log_[static_cast<size_t>(log_end_ % kLogCapacity)] = c;
+  }
+  ++log_end_;
+}
 
 void NodeClasses::reset(size_t nodes) {
   class_of_.assign(nodes, -1);
@@ -13,6 +80,7 @@ void NodeClasses::reset(size_t nodes) {
   free_.clear();
   by_hash_.clear();
   if (!order_.empty() && order_.size() != nodes) order_.clear();
+  start_history();
 }
 
 void NodeClasses::remove(int32_t node) {
@@ -21,6 +89,7 @@ void NodeClasses::remove(int32_t node) {
   class_of_[static_cast<size_t>(node)] = -1;
   Class& k = classes_[static_cast<size_t>(c)];
   k.members.erase({order(node), node});
+  touch(c);
   if (!k.members.empty()) {
     refresh_live(c);
     return;
@@ -60,6 +129,7 @@ int32_t NodeClasses::new_class(uint64_t hash, const NodeSummary& summary) {
   }
   Class& k = classes_[static_cast<size_t>(c)];
   k.hash = hash;
+  ++k.incarnation;
   k.live_pos = static_cast<int32_t>(live_.size());
   live_ids_.push_back(c);
   live_.push_back({c, -1, 0, summary});

@@ -19,6 +19,14 @@
 //   touching the nodes.
 // - The tie order defaults to the node index; set_order() replaces it (one
 //   value per node) and regroups nothing, only re-sorts members.
+// - Change log: every class a move touches (a member left or joined, the
+//   class was created or emptied) is appended to a log that holds the last
+//   kLogCapacity entries; a reader keeps its own cursor (log_end() when it
+//   last read) and re-reads the classes it names. incarnation(c) changes
+//   whenever an emptied class id is reused for another state, so a reader can
+//   tell "same class, other members" from "another class". log_id() is
+//   unique to one continuous history: reset(), a copy and an assignment each
+//   start a new one (with an empty log), so a reader never mixes histories.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +54,14 @@ class NodeClasses {
     int32_t id = 0, first = 0, size = 0;
     NodeSummary summary;
   };
+  static constexpr uint64_t kLogCapacity = uint64_t{1} << 15;
+
+  NodeClasses();
+  NodeClasses(const NodeClasses& other);
+  NodeClasses& operator=(const NodeClasses& other);
+  NodeClasses(NodeClasses&& other) noexcept;
+  NodeClasses& operator=(NodeClasses&& other) noexcept;
+  ~NodeClasses() = default;
 
   // Every node unplaced; place() each once to start.
   void reset(size_t nodes);
@@ -61,6 +77,21 @@ class NodeClasses {
   int32_t size(int32_t c) const { return static_cast<int32_t>(classes_[static_cast<size_t>(c)].members.size()); }
   int32_t class_of(int32_t node) const { return class_of_[static_cast<size_t>(node)]; }
   uint64_t hash_of(int32_t c) const { return classes_[static_cast<size_t>(c)].hash; }
+  // Class ids are below slots(); alive(c) when c has members, then live_of(c)
+  // is its entry of live().
+  size_t slots() const { return classes_.size(); }
+  bool alive(int32_t c) const { return classes_[static_cast<size_t>(c)].live_pos >= 0; }
+  const Live& live_of(int32_t c) const {
+    return live_[static_cast<size_t>(classes_[static_cast<size_t>(c)].live_pos)];
+  }
+  uint32_t incarnation(int32_t c) const { return classes_[static_cast<size_t>(c)].incarnation; }
+
+  // The change log (see the contract above).
+  uint64_t log_id() const { return log_id_; }
+  uint64_t log_end() const { return log_end_; }
+  // True when entries [from, log_end()) are all still held.
+  bool log_holds(uint64_t from) const { return from <= log_end_ && log_end_ - from <= log_.size(); }
+  int32_t logged(uint64_t i) const { return log_[static_cast<size_t>(i % kLogCapacity)]; }
 
   void set_order(std::vector<int64_t> order);
   int64_t order(int32_t node) const { return order_.empty() ? node : order_[static_cast<size_t>(node)]; }
@@ -71,8 +102,11 @@ class NodeClasses {
     uint64_t hash = 0;
     std::set<std::pair<int64_t, int32_t>> members;  // (order, node)
     int32_t live_pos = -1;                          // index in live_, -1 when empty
+    uint32_t incarnation = 0;                       // bumped when the id is (re)used
   };
   void remove(int32_t node);
+  void touch(int32_t c);
+  void start_history();  // a new log_id_, empty log
   int32_t new_class(uint64_t hash, const NodeSummary& summary);
   void refresh_live(int32_t c);  // first and size of c into live_
 
@@ -82,6 +116,9 @@ class NodeClasses {
   std::vector<int32_t> live_ids_, free_;
   std::unordered_map<uint64_t, std::vector<int32_t>> by_hash_;  // live classes by state hash
   std::vector<int64_t> order_;                                  // empty = node index
+  std::vector<int32_t> log_;  // ring of touched class ids, kLogCapacity at most
+  uint64_t log_end_ = 0;      // entries ever appended in this history
+  uint64_t log_id_ = 0;
 };
 
 template <class Same>
@@ -99,6 +136,7 @@ void NodeClasses::place(int32_t node, uint64_t hash, const NodeSummary& summary,
   classes_[static_cast<size_t>(target)].members.emplace(order(node), node);
   class_of_[static_cast<size_t>(node)] = target;
   refresh_live(target);
+  touch(target);
 }
 
 }  // namespace gpupack

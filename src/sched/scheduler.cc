@@ -37,15 +37,14 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
   auto weight = [&](int k) { return by_class ? live[static_cast<size_t>(k)].size : 1; };
   // A class whose summary shows the request cannot fit is skipped without
   // touching its node (a necessary condition of the filter below).
-  auto ruled_out = [&](int k) {
-    if (!by_class) return false;
-    const NodeSummary& s = live[static_cast<size_t>(k)].summary;
+  auto ruled_out_summary = [&](const NodeSummary& s) {
     if (s.cpu_free_milli < req.cpu_milli || s.memory_free_mib < req.memory_mib) return true;
     if (!plain || !s.plain || req.gpu_count == 0) return false;
     if (s.gpu_count < req.gpu_count) return true;
     if (req.gpu_milli >= kGpuMilliPerGpu) return s.whole_free_gpus < req.gpu_count;
     return s.max_gpu_free_milli < req.gpu_milli;
   };
+  auto ruled_out = [&](int k) { return by_class && ruled_out_summary(live[static_cast<size_t>(k)].summary); };
   // Filter: the openb check, or the hardware placement (kept in `hw`).
   Assignment hw;
   auto feasible = [&](NodeId n) {
@@ -97,6 +96,29 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
     a.node = n;
     return true;
   };
+  // A plain request by class, for a policy that does not normalise: the
+  // shape's index of classes (sched/class_index.h) reads only the classes
+  // that changed since this shape's last decision, not every class.
+  if (by_class && plain && use_index_ && !policy_.normalizes_scores()) {
+    ClassIndex& index = indexes_[ShapeKey{req.cpu_milli, req.memory_mib, req.gpu_count, req.gpu_milli,
+                                          req.allowed_models}];
+    index.sync(state, [&](const NodeClasses::Live& l, int64_t* score) {
+      if (ruled_out_summary(l.summary)) return false;
+      const NodeId n{l.first};
+      if (!feasible(n)) return false;
+      *score = policy_.score(state, n, req).score;
+      return true;
+    });
+    if (const ClassIndex::Entry* top = index.best()) {
+      const NodeId n{top->first};
+      if (!feasible(n)) throw std::logic_error("class index: the best class no longer fits");
+      d.assignment = placed_at(n, policy_.score(state, n, req));
+      d.score = top->score;
+    }
+    d.feasible_nodes = static_cast<int>(index.feasible_nodes());
+    if (!d.placed() && explain_failures_) d.reason = most_common_reason(state, req);
+    return d;
+  }
   // Highest score, then lowest rank, then lowest node index.
   int64_t best_score = 0, best_rank = 0;
   auto consider = [&](NodeId n, int64_t score, const Assignment& a) {

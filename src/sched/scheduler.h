@@ -28,6 +28,13 @@
 // once per class and shared by its members (the mask and the rank stay per
 // node). set_use_node_classes(false) forces the plain walk (differential
 // tests, benchmarks).
+// Class index: deciding by class a plain request with a policy that does not
+// normalise, decide() does not even walk the classes: a per-shape index
+// (sched/class_index.h) re-reads only the classes changed since that shape's
+// last decision and keeps the fitting ones in a heap in decision order, so a
+// decision costs about the changes since then, not the classes. The decision
+// (node, GPUs, score, feasible count) is the walk's.
+// set_use_class_index(false) walks the classes instead.
 // evaluate() is decide() over `candidates` (empty = every node, in index
 // order; the mask still applies) that can also report every feasible
 // candidate's final score (after min-max normalisation when the policy asks
@@ -36,12 +43,15 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "model/cluster_state.h"
 #include "policy/gpu_choice.h"
 #include "policy/policy.h"
+#include "sched/class_index.h"
 
 namespace gpupack {
 
@@ -72,6 +82,9 @@ class Scheduler {
   // pass over the nodes that finds it (simulators that only count failures).
   void set_explain_failures(bool on) { explain_failures_ = on; }
   void set_use_node_classes(bool on) { use_classes_ = on; }
+  // When off, decisions by class walk every class instead of reading the
+  // per-shape class index (differential tests, benchmarks).
+  void set_use_class_index(bool on) { use_index_ = on; }
   Decision schedule(ClusterState& state, PodId pod, const Request& req);
   Policy& policy() { return policy_; }
   std::span<const int64_t> node_rank() const { return node_rank_; }
@@ -97,6 +110,11 @@ class Scheduler {
   std::span<const uint8_t> node_mask_;
   bool explain_failures_ = true;
   bool use_classes_ = true;
+  bool use_index_ = true;
+  // Per shape of plain request (CPU, memory, GPU count, GPU milli, allowed
+  // models): the best class, kept across decisions (sched/class_index.h).
+  using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, ModelMask>;
+  std::map<ShapeKey, ClassIndex> indexes_;
   // Per class of identical nodes, this evaluation's result (candidate walks).
   struct ClassMemo {
     uint64_t generation = 0;

@@ -1,6 +1,7 @@
-// Decisions by node class equal the full walk's on the four openb traces:
-// every policy, seeds 42 and 43 (arrivals and tie-break ranks as the
-// experiment draws them, tune 1.3), decision for decision.
+// Decisions by node class (through the per-shape class index, and walking the
+// classes) equal the full walk's on the four openb traces: every policy,
+// seeds 42 and 43 (arrivals and tie-break ranks as the experiment draws
+// them, tune 1.3), decision for decision.
 #include <gtest/gtest.h>
 
 #include "golden/openb_fixture.h"
@@ -25,6 +26,8 @@ TEST_P(NodeClassOpenb, DecisionsEqualTheFullWalk) {
       const ClassRun walk = schedule_all(t.nodes, t.pods, order, p.name, seed, rank, false);
       const ClassRun classes = schedule_all(t.nodes, t.pods, order, p.name, seed, rank, true);
       expect_same(walk, classes, GetParam() + " " + p.name + " seed " + std::to_string(seed));
+      const ClassRun class_walk = schedule_all(t.nodes, t.pods, order, p.name, seed, rank, true, false);
+      expect_same(walk, class_walk, GetParam() + " " + p.name + " seed " + std::to_string(seed) + " class walk");
     }
   }
 }

@@ -29,6 +29,9 @@ TEST(NodeClassDecisions, EqualTheFullWalkForEveryPolicyOnASyntheticCluster) {
         const ClassRun walk = schedule_all(nodes, w, order, p.name, seed, rank, false);
         const ClassRun classes = schedule_all(nodes, w, order, p.name, seed, rank, true);
         expect_same(walk, classes, p.name + " seed " + std::to_string(seed) + (seeded ? " seeded rank" : ""));
+        const ClassRun class_walk = schedule_all(nodes, w, order, p.name, seed, rank, true, false);
+        expect_same(walk, class_walk,
+                    p.name + " seed " + std::to_string(seed) + (seeded ? " seeded rank" : "") + " class walk");
         // Not vacuous: identical nodes exist at the end (the synthetic
         // cluster starts with a handful of node kinds).
         EXPECT_LT(classes.classes_at_end, nodes.size()) << p.name;

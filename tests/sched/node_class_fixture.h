@@ -1,6 +1,7 @@
-// Runs one arrival list through a Scheduler by node class or by the full
-// walk, and compares two such runs decision for decision (the node class
-// differential tests, unit and openb).
+// Runs one arrival list through a Scheduler by node class (with the per-shape
+// class index, or walking the classes) or by the full walk, and compares two
+// such runs decision for decision (the node class differential tests, unit
+// and openb).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,13 +23,15 @@ struct ClassRun {
 };
 
 inline ClassRun schedule_all(const std::vector<NodeSpec>& nodes, const Workload& w, std::span<const int32_t> order,
-                             const std::string& policy_name, uint64_t seed, std::vector<int64_t> rank, bool by_class) {
+                             const std::string& policy_name, uint64_t seed, std::vector<int64_t> rank, bool by_class,
+                             bool class_index = true) {
   auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(w.requests, w.model_keys));
   std::unique_ptr<Policy> policy = make_policy(policy_name, {seed, target});
   ClusterState state(nodes);
   state.set_tie_order(rank);
   Scheduler scheduler(*policy, std::move(rank));
   scheduler.set_use_node_classes(by_class);
+  scheduler.set_use_class_index(class_index);
   ClassRun run;
   for (size_t i = 0; i < order.size(); ++i)
     run.decisions.push_back(scheduler.schedule(state, PodId{static_cast<int32_t>(i)}, w.requests[order[i]]));
