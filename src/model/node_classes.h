@@ -81,9 +81,7 @@ class NodeClasses {
   // is its entry of live().
   size_t slots() const { return classes_.size(); }
   bool alive(int32_t c) const { return classes_[static_cast<size_t>(c)].live_pos >= 0; }
-  const Live& live_of(int32_t c) const {
-    return live_[static_cast<size_t>(classes_[static_cast<size_t>(c)].live_pos)];
-  }
+  const Live& live_of(int32_t c) const { return live_[static_cast<size_t>(classes_[static_cast<size_t>(c)].live_pos)]; }
   uint32_t incarnation(int32_t c) const { return classes_[static_cast<size_t>(c)].incarnation; }
 
   // The change log (see the contract above).
@@ -116,8 +114,8 @@ class NodeClasses {
   std::vector<int32_t> live_ids_, free_;
   std::unordered_map<uint64_t, std::vector<int32_t>> by_hash_;  // live classes by state hash
   std::vector<int64_t> order_;                                  // empty = node index
-  std::vector<int32_t> log_;  // ring of touched class ids, kLogCapacity at most
-  uint64_t log_end_ = 0;      // entries ever appended in this history
+  std::vector<int32_t> log_;                                    // ring of touched class ids, kLogCapacity at most
+  uint64_t log_end_ = 0;                                        // entries ever appended in this history
   uint64_t log_id_ = 0;
 };
 

@@ -100,8 +100,8 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
   // shape's index of classes (sched/class_index.h) reads only the classes
   // that changed since this shape's last decision, not every class.
   if (by_class && plain && use_index_ && !policy_.normalizes_scores()) {
-    ClassIndex& index = indexes_[ShapeKey{req.cpu_milli, req.memory_mib, req.gpu_count, req.gpu_milli,
-                                          req.allowed_models}];
+    ClassIndex& index =
+        indexes_[ShapeKey{req.cpu_milli, req.memory_mib, req.gpu_count, req.gpu_milli, req.allowed_models}];
     index.sync(state, [&](const NodeClasses::Live& l, int64_t* score) {
       if (ruled_out_summary(l.summary)) return false;
       const NodeId n{l.first};

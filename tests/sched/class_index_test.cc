@@ -32,8 +32,8 @@ Cluster make_setup(int node_count, uint64_t seed) {
   const SyntheticOptions opt{.node_count = node_count, .gpu_request_ratio = 0.98, .seed = seed};
   s.nodes = synthetic_nodes(opt);
   s.workload = synthetic_workload(opt, ClusterState(s.nodes).gpu_capacity_milli());
-  s.target = std::make_shared<const TargetWorkload>(
-      TargetWorkload::from_requests(s.workload.requests, s.workload.model_keys));
+  s.target =
+      std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(s.workload.requests, s.workload.model_keys));
   return s;
 }
 
