@@ -11,6 +11,9 @@
 # (taskset), as a kube-scheduler on its own cores would be; default: both
 # processes share every core. QUIET_GC=1 makes the client collect its
 # garbage between calls, outside the timed window (bench -quiet-gc).
+# SUBSET=N sends N nodes a call, a window moving on by N each call, as
+# kube-scheduler does with percentageOfNodesToScore on a large cluster.
+# MODES="names" (or "full") runs one body form only.
 set -euo pipefail
 gpupack="${1:?usage: extender_client.sh <gpupack-binary> [nodes] [calls] [runs] [policy]}"
 nodes="${2:-5000}"
@@ -26,8 +29,9 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"
 "$here/../tests/e2e/build_scheduler.sh" "$work" >/dev/null
 "$work/scheduler" synth -nodes "$nodes" -out "$work"
 echo '{"kind":"List","items":[]}' > "$work/none.json"
-server_cpu=() client_cpu=() gcflag=""
-[ "${QUIET_GC:-0}" = 1 ] && gcflag="-quiet-gc"
+server_cpu=() client_cpu=() extra=""
+[ "${QUIET_GC:-0}" = 1 ] && extra="-quiet-gc"
+[ -n "${SUBSET:-}" ] && extra="$extra -subset $SUBSET"
 if [ "${PIN:-0}" = 1 ]; then server_cpu=(taskset -c 1) client_cpu=(taskset -c 0); fi
 "${server_cpu[@]}" "$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" --assume off \
   --listen 127.0.0.1:0 --port-file "$work/port" 2>"$work/serve.log" &
@@ -35,10 +39,10 @@ pid=$!
 wait_for "$work/port" "$work/serve.log"
 url="http://127.0.0.1:$(cat "$work/port")"
 for run in $(seq 1 "$runs"); do
-  for mode in names full; do
+  for mode in ${MODES:-names full}; do
     flag=""
     [ "$mode" = full ] && flag="-full-nodes"
     echo "{\"run\":$run,\"mode\":\"$mode\",\"nodes\":$nodes,\"stats\":$("${client_cpu[@]}" "$work/scheduler" bench -extender "$url" \
-      -nodes "$work/nodes.json" -pods "$work/pods.json" -calls "$calls" $flag $gcflag)}"
+      -nodes "$work/nodes.json" -pods "$work/pods.json" -calls "$calls" $flag $extra)}"
   done
 done

@@ -19,6 +19,10 @@
 //   (Policy::scores_by_state) and the shape fixes the request.
 // - best() is the winning class's heap entry after sync(), or nullptr when
 //   no class fits; feasible_nodes() counts the members of fitting classes.
+//   With set_track_lowest(true) (a policy that min-max normalises) a second
+//   heap gives lowest(), a fitting class of the lowest score: the winner of
+//   normalised scores is still best() (only the highest raw score reaches
+//   100), and its final score is 100, or 0 when every score is the same.
 // - Cost: O(log entries read + their heap pushes); a rebuild is one walk.
 //   Memory: one small record per class id, one heap entry per fitting class
 //   (stale entries are dropped when they surface and compacted when the heap
@@ -48,7 +52,13 @@ class ClassIndex {
   template <class Assess>
   void sync(const ClusterState& state, Assess&& assess);
   const Entry* best();
+  const Entry* lowest();
   int64_t feasible_nodes() const { return feasible_nodes_; }
+  // Changing it rebuilds at the next sync().
+  void set_track_lowest(bool on) {
+    if (on != lowest_) state_ = nullptr;
+    lowest_ = on;
+  }
 
  private:
   struct Record {
@@ -64,6 +74,7 @@ class ClassIndex {
     if (a.order != b.order) return a.order > b.order;
     return a.first > b.first;
   }
+  static bool higher(const Entry& a, const Entry& b) { return a.score > b.score; }
   bool stale(const Entry& e) const {
     const Record& r = records_[static_cast<size_t>(e.cls)];
     return !r.fits || r.incarnation != e.incarnation || r.first != e.first;
@@ -77,6 +88,8 @@ class ClassIndex {
   uint64_t log_id_ = 0, order_stamp_ = 0, cursor_ = 0;
   std::vector<Record> records_;  // by class id
   std::vector<Entry> heap_;
+  std::vector<Entry> low_heap_;  // by score, lowest on top (when lowest_)
+  bool lowest_ = false;
   int64_t feasible_nodes_ = 0;
   size_t fitting_classes_ = 0;
 };
@@ -126,10 +139,12 @@ void ClassIndex::sync(const ClusterState& state, Assess&& assess) {
     order_stamp_ = state.tie_order_stamp();
     records_.assign(classes.slots(), Record{});
     heap_.clear();
+    low_heap_.clear();
     feasible_nodes_ = 0;
     fitting_classes_ = 0;
     for (const NodeClasses::Live& l : classes.live()) read(classes, l.id, assess, false);
     std::make_heap(heap_.begin(), heap_.end(), below);
+    std::make_heap(low_heap_.begin(), low_heap_.end(), higher);
   } else {
     for (uint64_t i = cursor_; i < classes.log_end(); ++i) read(classes, classes.logged(i), assess, true);
     if (heap_.size() > 2 * fitting_classes_ + 64) compact(classes);

@@ -96,12 +96,14 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
     a.node = n;
     return true;
   };
-  // A plain request by class, for a policy that does not normalise: the
-  // shape's index of classes (sched/class_index.h) reads only the classes
-  // that changed since this shape's last decision, not every class.
-  if (by_class && plain && use_index_ && !policy_.normalizes_scores()) {
+  // A plain request by class: the shape's index of classes
+  // (sched/class_index.h) reads only the classes that changed since this
+  // shape's last decision, not every class.
+  if (by_class && plain && use_index_) {
     ClassIndex& index =
         indexes_[ShapeKey{req.cpu_milli, req.memory_mib, req.gpu_count, req.gpu_milli, req.allowed_models}];
+    const bool normalizes = policy_.normalizes_scores();
+    index.set_track_lowest(normalizes);
     index.sync(state, [&](const NodeClasses::Live& l, int64_t* score) {
       if (ruled_out_summary(l.summary)) return false;
       const NodeId n{l.first};
@@ -113,7 +115,15 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
       const NodeId n{top->first};
       if (!feasible(n)) throw std::logic_error("class index: the best class no longer fits");
       d.assignment = placed_at(n, policy_.score(state, n, req));
-      d.score = top->score;
+      // Min-max normalised, only the highest raw score reaches 100 (all 0
+      // when every fitting class scores the same): the same winner.
+      if (normalizes) {
+        const ClassIndex::Entry* low = index.lowest();
+        if (low == nullptr) throw std::logic_error("class index: a best class but no lowest one");
+        d.score = low->score == top->score ? 0 : 100;
+      } else {
+        d.score = top->score;
+      }
     }
     d.feasible_nodes = static_cast<int>(index.feasible_nodes());
     if (!d.placed() && explain_failures_) d.reason = most_common_reason(state, req);

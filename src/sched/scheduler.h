@@ -28,8 +28,8 @@
 // once per class and shared by its members (the mask and the rank stay per
 // node). set_use_node_classes(false) forces the plain walk (differential
 // tests, benchmarks).
-// Class index: deciding by class a plain request with a policy that does not
-// normalise, decide() does not even walk the classes: a per-shape index
+// Class index: deciding a plain request by class, decide() does not even
+// walk the classes: a per-shape index
 // (sched/class_index.h) re-reads only the classes changed since that shape's
 // last decision and keeps the fitting ones in a heap in decision order, so a
 // decision costs about the changes since then, not the classes. The decision

@@ -1299,6 +1299,7 @@ func runBench(args []string) error {
 	calls := fs.Int("calls", 200, "filter + prioritize pairs measured")
 	warmup := fs.Int("warmup", 5, "pairs sent first, not measured")
 	statsPath := fs.String("stats", "", "write the figures here (JSON); printed either way")
+	subset := fs.Int("subset", 0, "send this many nodes a call, a window that moves on by its size each call as kube-scheduler's percentageOfNodesToScore does (0 = every node)")
 	quietGC := fs.Bool("quiet-gc", false, "collect this client's garbage between calls (untimed), so that its collector does not run inside a timed call")
 	fs.Parse(args)
 	nodes, pods, byName, err := readCluster(*nodesPath, *podsPath)
@@ -1310,14 +1311,26 @@ func runBench(args []string) error {
 	}
 	c := newClient(*url)
 	c.quietGC = *quietGC
+	next := 0 // kube-scheduler's nextStartNodeIndex
+	window := func() []object {
+		if *subset <= 0 || *subset >= len(nodes) {
+			return nodes
+		}
+		w := make([]object, 0, *subset)
+		for k := 0; k < *subset; k++ {
+			w = append(w, nodes[(next+k)%len(nodes)])
+		}
+		next = (next + *subset) % len(nodes)
+		return w
+	}
 	for i := 0; i < *warmup; i++ {
-		if _, err := c.filterThenPrioritize(pods[0], nodes, byName, *full); err != nil {
+		if _, err := c.filterThenPrioritize(pods[0], window(), byName, *full); err != nil {
 			return err
 		}
 	}
 	c.filterMs, c.priorMs, c.uniqueTop, c.prioCalls = nil, nil, 0, 0
 	for i := 0; i < *calls; i++ {
-		if _, err := c.filterThenPrioritize(pods[0], nodes, byName, *full); err != nil {
+		if _, err := c.filterThenPrioritize(pods[0], window(), byName, *full); err != nil {
 			return err
 		}
 	}
