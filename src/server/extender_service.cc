@@ -178,6 +178,11 @@ std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes
   // prioritize wait only for the swap. A bind that lands meanwhile is
   // carried over by building again; under a stream of binds the last try
   // holds the lock.
+  const auto started = std::chrono::steady_clock::now();
+  auto count_reload = [&] {  // under mu_
+    ++counters_.reloads;
+    counters_.reload_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   for (int attempt = 0; attempt < 2; ++attempt) {
     Carried carried;
     uint64_t before = 0;
@@ -195,12 +200,14 @@ std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes
     if (mutations_ == before) {
       swap_model_locked(fresh);
       ++mutations_;
+      count_reload();
       return unattributed_;
     }
   }
   std::lock_guard lock(mu_);
   load_locked(std::move(nodes), std::move(pods), std::move(pod_objects), carry_locked());
   ++mutations_;
+  count_reload();
   return unattributed_;
 }
 
@@ -1550,6 +1557,8 @@ ServiceMetrics ExtenderService::metrics_locked() const {
   }
   m.gangs_placed = counters_.gangs_placed;
   m.gangs_timed_out = counters_.gangs_timed_out;
+  m.model_reloads = counters_.reloads;
+  m.model_reload_seconds = counters_.reload_seconds;
   constexpr size_t kMaxExplained = 1000;
   for (size_t k = 0; k < pending.size(); ++k) {
     const PodEntry& e = pods_[pending[k]];

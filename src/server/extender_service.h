@@ -161,6 +161,10 @@ struct ServiceMetrics : ClusterMetrics {
   uint64_t gangs_placed = 0, gangs_timed_out = 0;
   int64_t gang_reserved_gpu_milli = 0;
   int gang_binds_held = 0;
+  // set_cluster() calls (snapshot loads, relists, watch flushes) and their
+  // wall time, since start: a whole-model rebuild each, built outside the lock.
+  uint64_t model_reloads = 0;
+  double model_reload_seconds = 0;
 };
 
 struct ServiceOptions {
@@ -307,6 +311,8 @@ class ExtenderService {
   struct Counters {
     uint64_t assumed = 0, confirmed = 0, expired = 0, conflicts = 0;
     uint64_t gangs_placed = 0, gangs_timed_out = 0, commits = 0;
+    uint64_t reloads = 0;       // set_cluster() calls
+    double reload_seconds = 0;  // their wall time, from the call to the new model in place
   };
 
   Carried carry_locked() const;

@@ -145,6 +145,12 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   header(out, "gpupack_gangs_total", "counter", "Gangs bound whole (placed) or dropped at their timeout (timed_out).");
   out += fmt::format("gpupack_gangs_total{{outcome=\"placed\"}} {}\n", m.gangs_placed);
   out += fmt::format("gpupack_gangs_total{{outcome=\"timed_out\"}} {}\n", m.gangs_timed_out);
+  header(out, "gpupack_model_reloads_total", "counter",
+         "Whole-model rebuilds from the cluster objects (snapshot load, relist, watch flush).");
+  out += fmt::format("gpupack_model_reloads_total {}\n", m.model_reloads);
+  header(out, "gpupack_model_reload_seconds_total", "counter",
+         "Wall time of those rebuilds, from the objects to the new model in place (built outside the lock).");
+  out += fmt::format("gpupack_model_reload_seconds_total {}\n", m.model_reload_seconds);
   header(out, "gpupack_gang_reserved_gpus", "gauge", "GPUs (fractions summed) reserved for planned gang members.");
   out += fmt::format("gpupack_gang_reserved_gpus {}\n", static_cast<double>(m.gang_reserved_gpu_milli) / 1000.0);
   header(out, "gpupack_gang_binds_held", "gauge", "Binds of gang members waiting for their gang's minimum.");

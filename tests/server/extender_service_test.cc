@@ -54,5 +54,19 @@ TEST(ExtenderService, CandidateNamesResolveRightAfterTheNodeTableChanges) {
   EXPECT_EQ(passing({"a", "b", "c"}), std::vector<std::string>{"b"});  // an unknown name stays unknown
 }
 
+// Every set_cluster() is a whole-model rebuild, counted with its wall time
+// (gpupack_model_reloads_total / _seconds_total), across the model swaps.
+TEST(ExtenderService, EveryReloadIsCountedWithItsTime) {
+  ExtenderService service("fgd");
+  EXPECT_EQ(service.metrics().model_reloads, 0u);
+  const json pod = pod_json({.name = "p", .gpus = 1});
+  for (int i = 0; i < 3; ++i)
+    service.set_cluster({parse_node(node_json({.name = "a", .gpus = 8}))}, {parse_pod(pod)}, {pod});
+  const ServiceMetrics m = service.metrics();
+  EXPECT_EQ(m.model_reloads, 3u);
+  EXPECT_GT(m.model_reload_seconds, 0.0);
+  EXPECT_LT(m.model_reload_seconds, 10.0);
+}
+
 }  // namespace
 }  // namespace gpupack

@@ -1300,6 +1300,9 @@ func runBench(args []string) error {
 	warmup := fs.Int("warmup", 5, "pairs sent first, not measured")
 	statsPath := fs.String("stats", "", "write the figures here (JSON); printed either way")
 	subset := fs.Int("subset", 0, "send this many nodes a call, a window that moves on by its size each call as kube-scheduler's percentageOfNodesToScore does (0 = every node)")
+	api := fs.String("api", "", "with -bind-every: the fake API where pods are bound (each Binding is a watch event that reloads the extender's model)")
+	bindEvery := fs.Int("bind-every", 0, "every this many pairs, bind the next pod of -pods to the chosen node through -api")
+	bindFrom := fs.Int("bind-from", 1, "with -bind-every: the index in -pods of the first pod to bind (the first pod, 0, is the one scored)")
 	quietGC := fs.Bool("quiet-gc", false, "collect this client's garbage between calls (untimed), so that its collector does not run inside a timed call")
 	fs.Parse(args)
 	nodes, pods, byName, err := readCluster(*nodesPath, *podsPath)
@@ -1329,12 +1332,27 @@ func runBench(args []string) error {
 		}
 	}
 	c.filterMs, c.priorMs, c.uniqueTop, c.prioCalls = nil, nil, 0, 0
+	spare, bindings := *bindFrom, 0
 	for i := 0; i < *calls; i++ {
-		if _, err := c.filterThenPrioritize(pods[0], window(), byName, *full); err != nil {
+		chosen, err := c.filterThenPrioritize(pods[0], window(), byName, *full)
+		if err != nil {
 			return err
+		}
+		if *api != "" && *bindEvery > 0 && i%*bindEvery == 0 && spare < len(pods) && chosen != "" {
+			pod := pods[spare]
+			spare++
+			if err := post(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/binding", strings.TrimRight(*api, "/"),
+				namespace(pod), name(pod)), object{"apiVersion": "v1", "kind": "Binding",
+				"metadata": object{"name": name(pod), "namespace": namespace(pod), "uid": uid(pod)},
+				"target":   object{"apiVersion": "v1", "kind": "Node", "name": chosen}}); err != nil {
+				return err
+			}
+			bindings++
 		}
 	}
 	s := c.stats()
+	s["api_bindings"] = bindings
+	s["filter_max_ms"], s["prioritize_max_ms"] = quantile(c.filterMs, 1), quantile(c.priorMs, 1)
 	// The floor of this machine: the same client and connection, a GET of
 	// /healthz (no body, no decision), after the pairs.
 	var health []float64
