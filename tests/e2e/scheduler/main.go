@@ -1029,6 +1029,14 @@ func post(url string, body interface{}) error {
 	return nil
 }
 
+// postBinding binds pod to node through the API, as kube-scheduler does.
+func postBinding(api string, pod object, node string) error {
+	return post(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/binding", strings.TrimRight(api, "/"),
+		namespace(pod), name(pod)), object{"apiVersion": "v1", "kind": "Binding",
+		"metadata": object{"name": name(pod), "namespace": namespace(pod), "uid": uid(pod)},
+		"target":   object{"apiVersion": "v1", "kind": "Node", "name": node}})
+}
+
 func runSchedule(args []string) error {
 	fs := flag.NewFlagSet("schedule", flag.ExitOnError)
 	url := fs.String("extender", "", "the extender's URL prefix, e.g. http://127.0.0.1:8888")
@@ -1129,11 +1137,7 @@ func runSchedule(args []string) error {
 				fmt.Fprintf(acked, "%s,%s\n", name(pod), chosen)
 			}
 		case "api":
-			err := post(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/binding", strings.TrimRight(*api, "/"),
-				namespace(pod), name(pod)), object{"apiVersion": "v1", "kind": "Binding",
-				"metadata": object{"name": name(pod), "namespace": namespace(pod), "uid": uid(pod)},
-				"target":   object{"apiVersion": "v1", "kind": "Node", "name": chosen}})
-			if err != nil {
+			if err := postBinding(*api, pod, chosen); err != nil {
 				return fmt.Errorf("pod %s: %v", name(pod), err)
 			}
 		case "none":
@@ -1341,10 +1345,7 @@ func runBench(args []string) error {
 		if *api != "" && *bindEvery > 0 && i%*bindEvery == 0 && spare < len(pods) && chosen != "" {
 			pod := pods[spare]
 			spare++
-			if err := post(fmt.Sprintf("%s/api/v1/namespaces/%s/pods/%s/binding", strings.TrimRight(*api, "/"),
-				namespace(pod), name(pod)), object{"apiVersion": "v1", "kind": "Binding",
-				"metadata": object{"name": name(pod), "namespace": namespace(pod), "uid": uid(pod)},
-				"target":   object{"apiVersion": "v1", "kind": "Node", "name": chosen}}); err != nil {
+			if err := postBinding(*api, pod, chosen); err != nil {
 				return err
 			}
 			bindings++
