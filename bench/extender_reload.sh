@@ -29,8 +29,7 @@ start_fake_api "$sched" "$work" -churn-after 1s
 "$gpupack" serve --kubeconfig "$work/kubeconfig" --policy fgd --assume off --listen 127.0.0.1:0 \
   --port-file "$work/port" 2>"$work/serve.log" &
 pids+=($!)
-for _ in $(seq 1 1200); do [ -s "$work/port" ] && break; sleep 0.1; done
-[ -s "$work/port" ] || { cat "$work/serve.log" >&2; exit 1; }
+wait_for "$work/port" "$work/serve.log" 120  # listing 100,000 nodes takes a while
 url="http://127.0.0.1:$(cat "$work/port")"
 for run in $(seq 1 "$runs"); do
   echo "{\"run\":$run,\"nodes\":$nodes,\"subset\":$subset,\"stats\":$("$sched" bench -extender "$url" \

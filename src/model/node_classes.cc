@@ -11,66 +11,7 @@ std::atomic<uint64_t> next_log_id{1};
 
 }  // namespace
 
-NodeClasses::NodeClasses() { start_history(); }
-
-NodeClasses::NodeClasses(const NodeClasses& other)
-    : class_of_(other.class_of_),
-      classes_(other.classes_),
-      live_(other.live_),
-      live_ids_(other.live_ids_),
-      free_(other.free_),
-      by_hash_(other.by_hash_),
-      order_(other.order_) {
-  start_history();
-}
-
-NodeClasses& NodeClasses::operator=(const NodeClasses& other) {
-  if (this == &other) return *this;
-  NodeClasses copy(other);
-  *this = std::move(copy);
-  return *this;
-}
-
-NodeClasses::NodeClasses(NodeClasses&& other) noexcept
-    : class_of_(std::move(other.class_of_)),
-      classes_(std::move(other.classes_)),
-      live_(std::move(other.live_)),
-      live_ids_(std::move(other.live_ids_)),
-      free_(std::move(other.free_)),
-      by_hash_(std::move(other.by_hash_)),
-      order_(std::move(other.order_)) {
-  start_history();
-  other.start_history();
-}
-
-NodeClasses& NodeClasses::operator=(NodeClasses&& other) noexcept {
-  if (this == &other) return *this;
-  class_of_ = std::move(other.class_of_);
-  classes_ = std::move(other.classes_);
-  live_ = std::move(other.live_);
-  live_ids_ = std::move(other.live_ids_);
-  free_ = std::move(other.free_);
-  by_hash_ = std::move(other.by_hash_);
-  order_ = std::move(other.order_);
-  start_history();
-  other.start_history();
-  return *this;
-}
-
-void NodeClasses::start_history() {
-  log_.clear();
-  log_end_ = 0;
-  log_id_ = next_log_id.fetch_add(1, std::memory_order_relaxed);
-}
-
-void NodeClasses::touch(int32_t c) {
-  if (log_.size() < kLogCapacity) {
-    log_.push_back(c);
-  } else {
-    log_[static_cast<size_t>(log_end_ % kLogCapacity)] = c;
-  }
-  ++log_end_;
-}
+uint64_t NodeClasses::History::next_id() { return next_log_id.fetch_add(1, std::memory_order_relaxed); }
 
 void NodeClasses::reset(size_t nodes) {
   class_of_.assign(nodes, -1);
@@ -80,7 +21,7 @@ void NodeClasses::reset(size_t nodes) {
   free_.clear();
   by_hash_.clear();
   if (!order_.empty() && order_.size() != nodes) order_.clear();
-  start_history();
+  log_.restart();
 }
 
 void NodeClasses::remove(int32_t node) {

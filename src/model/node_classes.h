@@ -56,13 +56,6 @@ class NodeClasses {
   };
   static constexpr uint64_t kLogCapacity = uint64_t{1} << 15;
 
-  NodeClasses();
-  NodeClasses(const NodeClasses& other);
-  NodeClasses& operator=(const NodeClasses& other);
-  NodeClasses(NodeClasses&& other) noexcept;
-  NodeClasses& operator=(NodeClasses&& other) noexcept;
-  ~NodeClasses() = default;
-
   // Every node unplaced; place() each once to start.
   void reset(size_t nodes);
   // Moves `node` into the class of nodes whose state hashes to `hash` and
@@ -85,11 +78,11 @@ class NodeClasses {
   uint32_t incarnation(int32_t c) const { return classes_[static_cast<size_t>(c)].incarnation; }
 
   // The change log (see the contract above).
-  uint64_t log_id() const { return log_id_; }
-  uint64_t log_end() const { return log_end_; }
+  uint64_t log_id() const { return log_.id; }
+  uint64_t log_end() const { return log_.end; }
   // True when entries [from, log_end()) are all still held.
-  bool log_holds(uint64_t from) const { return from <= log_end_ && log_end_ - from <= log_.size(); }
-  int32_t logged(uint64_t i) const { return log_[static_cast<size_t>(i % kLogCapacity)]; }
+  bool log_holds(uint64_t from) const { return from <= log_.end && log_.end - from <= log_.ring.size(); }
+  int32_t logged(uint64_t i) const { return log_.ring[static_cast<size_t>(i % kLogCapacity)]; }
 
   void set_order(std::vector<int64_t> order);
   int64_t order(int32_t node) const { return order_.empty() ? node : order_[static_cast<size_t>(node)]; }
@@ -102,9 +95,43 @@ class NodeClasses {
     int32_t live_pos = -1;                          // index in live_, -1 when empty
     uint32_t incarnation = 0;                       // bumped when the id is (re)used
   };
+  // The change log. Copying or moving it (with its NodeClasses) starts a new
+  // history, so the defaulted copy and move of NodeClasses keep the contract.
+  struct History {
+    std::vector<int32_t> ring;  // touched class ids, kLogCapacity at most
+    uint64_t end = 0;           // entries ever appended in this history
+    uint64_t id = next_id();
+
+    History() = default;
+    History(const History&) {}
+    History(History&& other) noexcept { other.restart(); }
+    History& operator=(const History&) {
+      restart();
+      return *this;
+    }
+    History& operator=(History&& other) noexcept {
+      restart();
+      other.restart();
+      return *this;
+    }
+    ~History() = default;
+    void restart() {
+      ring.clear();
+      end = 0;
+      id = next_id();
+    }
+    void append(int32_t c) {
+      if (ring.size() < kLogCapacity) {
+        ring.push_back(c);
+      } else {
+        ring[static_cast<size_t>(end % kLogCapacity)] = c;
+      }
+      ++end;
+    }
+    static uint64_t next_id();
+  };
   void remove(int32_t node);
-  void touch(int32_t c);
-  void start_history();  // a new log_id_, empty log
+  void touch(int32_t c) { log_.append(c); }
   int32_t new_class(uint64_t hash, const NodeSummary& summary);
   void refresh_live(int32_t c);  // first and size of c into live_
 
@@ -114,9 +141,7 @@ class NodeClasses {
   std::vector<int32_t> live_ids_, free_;
   std::unordered_map<uint64_t, std::vector<int32_t>> by_hash_;  // live classes by state hash
   std::vector<int64_t> order_;                                  // empty = node index
-  std::vector<int32_t> log_;                                    // ring of touched class ids, kLogCapacity at most
-  uint64_t log_end_ = 0;                                        // entries ever appended in this history
-  uint64_t log_id_ = 0;
+  History log_;
 };
 
 template <class Same>

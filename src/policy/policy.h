@@ -9,8 +9,10 @@
 //   feasible nodes to 0..100 (min-max, integer division) before choosing.
 // - scores_by_state() is true when score() depends only on the node's state
 //   (ClusterState::same_node_state) and the request, not on which node it is
-//   or how often score() was called; the scheduler then scores one node per
-//   class of identical nodes. A policy drawing random numbers says false.
+//   or how often score() was called, nor on the other nodes; the scheduler
+//   then scores one node per class of identical nodes, and keeps a class's
+//   score across decisions while the class lives (its class index). A
+//   policy drawing random numbers says false.
 // Ties between nodes are broken by the scheduler (lowest node rank), never by
 // a policy. A policy object serves one ClusterState at a time and is not
 // thread-safe; policies may cache per-node results keyed by

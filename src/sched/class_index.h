@@ -25,8 +25,8 @@
 //   100), and its final score is 100, or 0 when every score is the same.
 // - Cost: O(log entries read + their heap pushes); a rebuild is one walk.
 //   Memory: one small record per class id, one heap entry per fitting class
-//   (stale entries are dropped when they surface and compacted when the heap
-//   is twice the fitting classes).
+//   (stale entries are dropped when they surface and compacted when either
+//   heap is twice the fitting classes).
 #pragma once
 
 #include <algorithm>
@@ -147,7 +147,7 @@ void ClassIndex::sync(const ClusterState& state, Assess&& assess) {
     std::make_heap(low_heap_.begin(), low_heap_.end(), higher);
   } else {
     for (uint64_t i = cursor_; i < classes.log_end(); ++i) read(classes, classes.logged(i), assess, true);
-    if (heap_.size() > 2 * fitting_classes_ + 64) compact(classes);
+    if (std::max(heap_.size(), low_heap_.size()) > 2 * fitting_classes_ + 64) compact(classes);
   }
   cursor_ = classes.log_end();
 }

@@ -93,7 +93,12 @@ class Scheduler {
   void set_node_mask(std::span<const uint8_t> mask) { node_mask_ = mask; }
   std::span<const uint8_t> node_mask() const { return node_mask_; }
   // In-node placement rules for hardware requests (MIG slot choice).
-  void set_placement_options(const PlacementOptions& options) { placement_ = options; }
+  // (They decide fits and GPUs on nodes with a hardware setup, so the class
+  // indexes start again.)
+  void set_placement_options(const PlacementOptions& options) {
+    placement_ = options;
+    indexes_.clear();
+  }
   const PlacementOptions& placement_options() const { return placement_; }
 
  private:

@@ -1,10 +1,11 @@
 # Shell helpers of the end-to-end tests and benchmarks; source it.
 
-# wait_for FILE LOG: waits up to 10 s for FILE to be written; otherwise prints
-# LOG and exits 1.
+# wait_for FILE LOG [SECONDS=10]: waits up to SECONDS for FILE to be written;
+# otherwise prints LOG and exits 1.
 wait_for() {
-  for _ in $(seq 1 200); do [ -s "$1" ] && return 0; sleep 0.05; done
-  echo "$1 not written after 10 s:" >&2
+  local seconds="${3:-10}"
+  for _ in $(seq 1 $((seconds * 20))); do [ -s "$1" ] && return 0; sleep 0.05; done
+  echo "$1 not written after $seconds s:" >&2
   cat "$2" >&2
   exit 1
 }
