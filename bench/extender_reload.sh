@@ -6,9 +6,11 @@
 # window, and every BIND_EVERY pairs binds a pod to the chosen node through
 # the API. Each Binding is a watch event, and the fake API deletes each bound
 # pod a second later and adds a new pending one (two more events): serve
-# rebuilds its whole model for them, outside its lock, while requests keep
-# coming. Prints one JSON line per run (p50/p99/max of each verb, bindings),
-# then the server's reload count and seconds from /metrics.
+# applies them to its model in place (FULL_RELOADS=1: serve --full-reloads
+# rebuilds its whole model for each, outside its lock, as before), while
+# requests keep coming. Prints one JSON line per run (p50/p99/max of each
+# verb, bindings), then the server's reload and in-place update counts from
+# /metrics.
 # Usage: bench/extender_reload.sh <gpupack-binary> [nodes=100000] [calls=600] [runs=2] [bind_every=20] [subset=5000]
 set -euo pipefail
 gpupack="${1:?usage: extender_reload.sh <gpupack-binary> [nodes] [calls] [runs] [bind_every] [subset]}"
@@ -36,4 +38,4 @@ for run in $(seq 1 "$runs"); do
     -nodes "$work/nodes.json" -pods "$work/pods.json" -calls "$calls" -subset "$subset" -quiet-gc \
     -api "$api" -bind-every "$bind_every" -bind-from $(((run - 1) * calls / bind_every + 1)))}"
 done
-curl -s -m 120 "$url/metrics" | grep -E "^gpupack_model_reload" || echo "no reload metrics (/metrics did not answer within 120 s)"
+curl -s -m 120 "$url/metrics" | grep -E "^gpupack_model_(reload|pod_updates)" || echo "no reload metrics (/metrics did not answer within 120 s)"

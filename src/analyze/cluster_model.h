@@ -30,7 +30,8 @@
 //   trace: the requests of the GPU pods and of the pods without GPUs that
 //   are pending or run on a node with GPUs (FGD's CPU-only classes), in the
 //   order of `pods`; a default mix (whole 1/2/4/8 GPUs and quarter/half
-//   shares) when no pod holds or asks for a GPU.
+//   shares) when no pod holds or asks for a GPU. WorkloadTally keeps the
+//   same target pod by pod.
 // - probe_requests(): the requests stranded capacity is judged by: the
 //   pending pods' distinct requests, else the target's classes.
 // - O(pods x GPUs); not thread-safe for `state`.
@@ -38,10 +39,15 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "frag/fgd.h"
@@ -65,9 +71,51 @@ ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>
                                  const std::vector<K8sPod>& pods, std::span<const uint8_t> skip = {},
                                  const GpuChooser& choose = {});
 
+// The same for the listed (id, pod) pairs only, in that order (a watch
+// event's pods charged into a model that holds the others).
+ChargeResult charge_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
+                         const std::unordered_map<std::string, int>& node_index,
+                         std::span<const std::pair<PodId, const K8sPod*>> pods, const GpuChooser& choose = {});
+
+// The message for a pod charged on GPUs gpupack chose because its
+// annotation could not be used (`why`).
+std::string chosen_gpus_note(const K8sPod& pod, const std::string& why);
+
+// Would charge_pods() charge `pod` (bound, on a node in `nodes`) now without
+// a conflict? No change to `state`.
+bool charge_fits(const ClusterState& state, const std::vector<K8sNode>& nodes,
+                 const std::unordered_map<std::string, int>& node_index, const K8sPod& pod);
+
 std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods,
                                                   const std::unordered_map<std::string, int>& node_index,
                                                   const std::vector<K8sNode>& nodes);
+// The FGD target kept pod by pod (serve's watch events): add() and remove()
+// a pod's contribution (workload_request()) under a sequence number; target()
+// equals expected_workload() over the counted pods in sequence order (equal
+// counts keep the lowest sequence number first). O(log pods) per change,
+// O(classes) per target().
+class WorkloadTally {
+ public:
+  void add(uint64_t seq, const Request& request);
+  void remove(uint64_t seq, const Request& request);  // a pair of an earlier add()
+  std::shared_ptr<TargetWorkload> target() const;
+  int64_t size() const { return total_; }
+
+ private:
+  using Key = std::tuple<int64_t, int32_t, int32_t, ModelMask>;
+  struct Class {
+    Request request;
+    std::set<uint64_t> seqs;
+  };
+  std::map<Key, Class> classes_;
+  int64_t total_ = 0, gpu_pods_ = 0;
+};
+
+// What `pod` adds to the FGD target: its request when it asks for GPUs, or
+// asks for none and is pending or runs on a node with GPUs; nullopt else.
+std::optional<Request> workload_request(const K8sPod& pod, const std::unordered_map<std::string, int>& node_index,
+                                        const std::vector<K8sNode>& nodes);
+
 std::vector<Request> probe_requests(const std::vector<K8sNode>& nodes, const std::vector<const K8sPod*>& pending,
                                     const TargetWorkload& target);
 

@@ -48,6 +48,7 @@ struct ServeFlags {
   std::string log_level = "info";
   bool in_cluster = false;
   int resync_s = 0;
+  bool full_reloads = false;
   int threads = 8;
   int read_timeout_s = 10;
   size_t max_body_bytes = 64u << 20;
@@ -205,6 +206,7 @@ void run_serve(const ServeFlags& f) {
     binder = std::make_unique<KubeBinder>(*client);
     WatchOptions w;
     w.relist_s = f.resync_s;
+    w.pod_updates_in_place = !f.full_reloads;
     watch = std::make_unique<ClusterWatch>(*client, service, w);
     watch->start();  // lists (or throws), then watches
     // A process killed while it wrote binds may have left requests in flight
@@ -359,6 +361,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--resync", flags->resync_s,
                   "API mode: besides watching, relist nodes and pods every N seconds (0 = only when a watch needs it)")
       ->capture_default_str();
+  cmd->add_flag("--full-reloads", flags->full_reloads,
+                "API mode: rebuild the whole model for pod events too (default: pod events change it in place)");
   cmd->add_option("--log-level", flags->log_level, "error, warn, info or debug (logfmt lines on stderr)")
       ->capture_default_str()
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));

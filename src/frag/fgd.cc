@@ -19,9 +19,13 @@ TargetWorkload TargetWorkload::from_requests(std::span<const Request> requests, 
     if (inserted) order.push_back({r.cpu_milli, r.gpu_count, r.gpu_milli, r.allowed_models, 0, 0});
     ++order[it->second].count;
   }
+  return from_classes(std::move(order), static_cast<int64_t>(requests.size()), coverage);
+}
+
+TargetWorkload TargetWorkload::from_classes(std::vector<TargetClass> order, int64_t total_count, double coverage) {
   std::stable_sort(order.begin(), order.end(),
                    [](const TargetClass& a, const TargetClass& b) { return a.count > b.count; });
-  const double total = static_cast<double>(requests.size());
+  const double total = static_cast<double>(total_count);
   TargetWorkload w;
   int64_t kept = 0;
   for (const TargetClass& c : order) {

@@ -60,6 +60,9 @@ struct TargetWorkload {
   // source wrote it (empty span: the mask itself is the key).
   static TargetWorkload from_requests(std::span<const Request> requests, std::span<const std::string> model_keys = {},
                                       double coverage = 0.95);
+  // The same from classes already counted, in first-appearance order
+  // (`count` set, popularity ignored); `total` = the requests counted.
+  static TargetWorkload from_classes(std::vector<TargetClass> order, int64_t total, double coverage = 0.95);
 };
 
 // F(n) for a node of `model` with `cpu_free_milli` and per-GPU free milli.

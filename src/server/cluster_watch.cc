@@ -142,7 +142,7 @@ bool ClusterWatch::list(Kind kind) {
   if (kind == Kind::kClaims && r.status == 404) {
     // The cluster does not serve resource.k8s.io/v1: no claims to charge.
     std::lock_guard lock(mu_);
-    if (!claims_.items.empty()) dirty_ = true;
+    if (!claims_.items.empty()) dirty_ = full_ = true;
     claims_ = Store{};
     stats_.claims = "not served";
     return false;
@@ -182,7 +182,7 @@ bool ClusterWatch::list(Kind kind) {
   }
   std::lock_guard lock(mu_);
   store(kind) = std::move(fresh);
-  dirty_ = true;
+  dirty_ = full_ = true;
   ++stats_.lists;
   if (kind == Kind::kClaims) stats_.claims = "watched";
   stats_.rejected += rejected;
@@ -230,6 +230,14 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
       return true;
     }
   }
+  // What the next flush must push: the pod, or the whole store.
+  auto changed = [&](const std::string& key) {
+    dirty_ = true;
+    if (kind == Kind::kPods)
+      changed_pods_.insert(key);
+    else
+      full_ = true;
+  };
   Entry e;
   std::string key;
   try {
@@ -238,7 +246,8 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
     // An object gpupack cannot read: forget any earlier version of it.
     ++stats_.rejected;
     stats_.last_error = fmt::format("watch {}: {}", path_of(kind), ex.what());
-    if (s.items.erase(key_of(kind, object)) > 0) dirty_ = true;
+    const std::string known = key_of(kind, object);
+    if (s.items.erase(known) > 0) changed(known);
     return true;
   }
   if (type == "DELETED") {
@@ -248,7 +257,7 @@ bool ClusterWatch::apply_event(Kind kind, std::string_view line, bool* relist) {
     e.view = std::move(view);
     s.items[key] = std::move(e);
   }
-  dirty_ = true;
+  changed(key);
   return true;
 }
 
@@ -294,14 +303,40 @@ void ClusterWatch::watch_loop(Kind kind, bool listed) {
 }
 
 void ClusterWatch::flush() {
+  std::vector<ExtenderService::PodChange> changes;
+  bool full = false;
+  {
+    std::lock_guard lock(mu_);
+    if (!dirty_) return;
+    dirty_ = false;
+    full = full_ || !options_.pod_updates_in_place || changed_pods_.size() > kMaxPodChanges;
+    if (!full) {
+      changes.reserve(changed_pods_.size());
+      for (const std::string& key : changed_pods_) {
+        auto it = pods_.items.find(key);
+        if (it == pods_.items.end())
+          changes.push_back({key, {}, {}, true});
+        else
+          changes.push_back({key, it->second.pod, it->second.object, false});
+      }
+    }
+    changed_pods_.clear();
+    full_ = false;
+    ++stats_.flushes;
+  }
+  if (!full) {
+    if (service_.update_pods(std::move(changes))) {
+      std::lock_guard lock(mu_);
+      ++stats_.pod_updates;
+      return;
+    }
+  }
   std::vector<K8sNode> nodes;
   std::vector<K8sPod> pods;
   std::vector<json> objects;
   std::vector<K8sResourceClaim> claims;
   {
     std::lock_guard lock(mu_);
-    if (!dirty_) return;
-    dirty_ = false;
     nodes.reserve(nodes_.items.size());
     for (const auto& [key, e] : nodes_.items) nodes.push_back(e.node);
     pods.reserve(pods_.items.size());
@@ -312,7 +347,6 @@ void ClusterWatch::flush() {
     }
     claims.reserve(claims_.items.size());
     for (const auto& [key, e] : claims_.items) claims.push_back(e.claim);
-    ++stats_.flushes;
   }
   std::vector<std::string> notes = apply_resource_claims(pods, claims);
   {
@@ -349,7 +383,7 @@ void ClusterWatch::start() {
   const bool claims_listed = list(Kind::kClaims);
   {
     std::lock_guard lock(mu_);
-    dirty_ = true;
+    dirty_ = full_ = true;
   }
   flush();
   {

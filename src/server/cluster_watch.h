@@ -17,8 +17,12 @@
 //   in stats().claim_notes.
 // - Watch events (ADDED, MODIFIED, DELETED, BOOKMARK) update a private store
 //   of objects keyed by name (nodes) and namespace/name (pods); the store is
-//   pushed into the service with set_cluster() at most every `flush_ms`
-//   while something changed, in the API's list order (sorted keys). An
+//   pushed into the service at most every `flush_ms` while something
+//   changed: when only pods changed (at most kMaxPodChanges of them, and
+//   WatchOptions::pod_updates_in_place), as
+//   those pods (ExtenderService::update_pods, the model changed in place);
+//   otherwise, or when the service asks for it, the whole store with
+//   set_cluster(), in the API's list order (sorted keys). An
 //   event that changes none of the fields gpupack reads (a heartbeat, a
 //   status condition, a resourceVersion) updates the stored object only. Objects
 //   that do not parse as nodes / pods are left out and counted (stats()).
@@ -39,6 +43,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +62,7 @@ struct WatchOptions {
   int retry_ms = 1000;
   int relist_s = 0;         // 0 = only when the watch needs it
   int claims_retry_s = 60;  // while ResourceClaims cannot be listed
+  bool pod_updates_in_place = true;  // false: every flush rebuilds the whole model
 };
 
 class ClusterWatch {
@@ -65,7 +71,8 @@ class ClusterWatch {
     uint64_t events = 0;                   // watch events applied
     uint64_t unchanged = 0;                // of those, events that changed nothing gpupack reads
     uint64_t lists = 0;                    // successful lists (both kinds; the first two included)
-    uint64_t flushes = 0;                  // set_cluster() calls after start()
+    uint64_t flushes = 0;                  // pushes into the service after start()
+    uint64_t pod_updates = 0;              // of those, pod changes applied in place (no rebuild)
     uint64_t rejected = 0;                 // objects that did not parse
     std::string last_error;                // "" = none since the last success (a list names what it skipped)
     std::string claims = "not listed";     // "watched", "not served" (404) or "failed"
@@ -73,6 +80,8 @@ class ClusterWatch {
   };
   enum class Kind { kNodes, kPods, kClaims };
   static constexpr int kKinds = 3;
+  // More pod changes than this in one flush rebuild the whole model.
+  static constexpr size_t kMaxPodChanges = 4096;
 
   ClusterWatch(const KubeClient& client, ExtenderService& service, WatchOptions options = {});
   ~ClusterWatch();
@@ -114,6 +123,8 @@ class ClusterWatch {
   mutable std::mutex mu_;                                            // guards the stores, dirty_ and stats_
   Store nodes_, pods_, claims_;
   bool dirty_ = false;
+  bool full_ = false;                   // nodes or claims changed (or listed): rebuild
+  std::set<std::string> changed_pods_;  // pod keys changed since the last flush
   Stats stats_;
   std::vector<std::thread> threads_;
 };

@@ -93,17 +93,24 @@ std::vector<std::string> ExtenderService::unattributed() const {
   return unattributed_;
 }
 
-void ExtenderService::refresh_target_locked() {
-  std::vector<const K8sPod*> pods;
-  pods.reserve(pods_.size());
-  for (const PodEntry& e : pods_) pods.push_back(&e.pod);
-  reset_policy_locked(pods);
-}
-
-void ExtenderService::reset_policy_locked(const std::vector<const K8sPod*>& pods) {
-  target_ = expected_workload(pods, node_index_, nodes_);
+void ExtenderService::retarget_locked() {
+  target_ = tally_.target();
   policy_ = make_policy(options_.policy, {options_.seed, target_});
   scheduler_ = std::make_unique<Scheduler>(*policy_);
+}
+
+GpuChooser ExtenderService::gpu_chooser_locked() {
+  return [this](const ClusterState& state, NodeId node, const Request& req) {
+    const NodeId only[] = {node};
+    const Decision d = scheduler_->evaluate(state, req, only, nullptr);
+    Placement p;
+    if (d.placed()) {
+      p.assignment = d.assignment;
+    } else {
+      p = choose_placement(state, node, req);  // names the dimension that failed
+    }
+    return p;
+  };
 }
 
 ExtenderService::Carried ExtenderService::carry_locked() const {
@@ -150,6 +157,8 @@ void ExtenderService::swap_model_locked(ExtenderService& other) {
   std::swap(policy_, other.policy_);
   std::swap(scheduler_, other.scheduler_);
   std::swap(target_, other.target_);
+  std::swap(tally_, other.tally_);
+  std::swap(next_seq_, other.next_seq_);
   std::swap(nodes_, other.nodes_);
   std::swap(node_index_, other.node_index_);
   recent_names_.clear();  // positions of the old node table
@@ -158,6 +167,7 @@ void ExtenderService::swap_model_locked(ExtenderService& other) {
   std::swap(pod_index_, other.pod_index_);
   std::swap(state_, other.state_);
   std::swap(unattributed_, other.unattributed_);
+  std::swap(conflicts_on_node_, other.conflicts_on_node_);
   std::swap(ready_, other.ready_);
   std::swap(assumed_now_, other.assumed_now_);
   std::swap(reservation_ids_, other.reservation_ids_);
@@ -351,16 +361,23 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   // A pod another scheduler placed keeps the GPUs gpupack chose for it when
   // it was first seen there, so that its GPUs do not move between reloads.
   std::vector<uint8_t> chosen_before(kept.size(), 0);
+  std::vector<std::string> chosen_notes;
   for (size_t i = 0; i < kept.size(); ++i) {
     auto c = carried.chosen.find(kept[i].key());
-    if (c == carried.chosen.end() || kept[i].node_name != c->second.node || kept[i].assigned) continue;
+    if (c == carried.chosen.end() || kept[i].node_name != c->second.node) continue;
     if (kept[i].uid != c->second.uid) continue;
     auto n = node_index_.find(kept[i].node_name);
-    if (n == node_index_.end() || model_request(kept[i], nodes_[static_cast<size_t>(n->second)]) != c->second.request)
-      continue;
+    if (n == node_index_.end()) continue;
+    // Unless the pod now names its GPUs (an unusable annotation does not).
+    const K8sNode& node = nodes_[static_cast<size_t>(n->second)];
+    const Request req = model_request(kept[i], node);
+    const HeldGpus held = held_gpus(kept[i], node, req);
+    if (req != c->second.request || held.kind == HeldGpus::Kind::kKnown) continue;
     const PodId pid{static_cast<int32_t>(i)};
-    if (!state_->is_bound(pid) && state_->bind(pid, c->second.request, c->second.assignment).is_ok())
+    if (!state_->is_bound(pid) && state_->bind(pid, c->second.request, c->second.assignment).is_ok()) {
       chosen_before[i] = 1;
+      if (!held.why.empty()) chosen_notes.push_back(chosen_gpus_note(kept[i], held.why));
+    }
   }
   // The policy of this model (its FGD target from these pods) also chooses
   // the GPUs of pods whose ids the objects do not give, as it would have
@@ -371,24 +388,15 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   // that is not a conflict).
   std::vector<uint8_t> placeholder(kept.size(), 0);
   for (int i : reservation_ids_) placeholder[static_cast<size_t>(i)] = 1;
-  std::vector<const K8sPod*> kept_ptrs;
-  kept_ptrs.reserve(kept.size());
-  for (size_t i = 0; i < kept.size(); ++i)
-    if (!placeholder[i]) kept_ptrs.push_back(&kept[i]);
-  reset_policy_locked(kept_ptrs);
-  ChargeResult charged =
-      charge_running_pods(*state_, nodes_, node_index_, kept, placeholder,
-                          [this](const ClusterState& state, NodeId node, const Request& req) {
-                            const NodeId only[] = {node};
-                            const Decision d = scheduler_->evaluate(state, req, only, nullptr);
-                            Placement p;
-                            if (d.placed()) {
-                              p.assignment = d.assignment;
-                            } else {
-                              p = choose_placement(state, node, req);  // names the dimension that failed
-                            }
-                            return p;
-                          });
+  tally_ = WorkloadTally{};
+  for (size_t i = 0; i < kept.size(); ++i) {
+    pods_[i].seq = i;
+    if (!placeholder[i]) pods_[i].counted = workload_request(kept[i], node_index_, nodes_);
+    if (pods_[i].counted) tally_.add(i, *pods_[i].counted);
+  }
+  next_seq_ = kept.size();
+  retarget_locked();
+  ChargeResult charged = charge_running_pods(*state_, nodes_, node_index_, kept, placeholder, gpu_chooser_locked());
   for (int i : reservation_ids_) {
     const K8sPod& holder = kept[static_cast<size_t>(i)];
     const int n = node_index_.at(holder.node_name);
@@ -398,8 +406,13 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   }
   std::vector<uint8_t> chosen_now(kept.size(), 0);
   for (PodId p : charged.unknown_ids) chosen_now[index(p)] = 1;
-  unattributed_ = std::move(charged.messages);
+  unattributed_ = std::move(chosen_notes);
+  unattributed_.insert(unattributed_.end(), charged.messages.begin(), charged.messages.end());
   counters_.conflicts += static_cast<uint64_t>(charged.conflicts);
+  conflicts_on_node_.clear();
+  for (size_t i = 0; i < kept.size(); ++i)
+    if (!kept[i].node_name.empty() && !kept[i].terminal() && !state_->is_bound(PodId{static_cast<int32_t>(i)}))
+      if (auto n = node_index_.find(kept[i].node_name); n != node_index_.end()) ++conflicts_on_node_[n->second];
   for (size_t i = 0; i < kept.size(); ++i) {
     PodEntry& e = pods_[i];
     const PodId pid{static_cast<int32_t>(i)};
@@ -425,6 +438,212 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   }
   state_->commit();
   ready_ = true;
+}
+
+// ---- watch events in place ---------------------------------------------------
+
+std::optional<ExtenderService::ChangeAct> ExtenderService::classify_change_locked(const PodChange& c) const {
+  // Anything whose rebuild rules reach beyond the pod itself goes to the
+  // rebuild: gangs (plans, commits, roll-forward), DRA claims (shared
+  // claims charge the first pod), binds on the Binder, reservations.
+  const bool gone = c.deleted || c.pod.terminal();
+  if (!c.deleted && (c.pod.gang || !gang_commit_id(c.pod).empty() || !c.pod.resource_claims.empty() ||
+                     !c.pod.extended_resource_claim.empty() || c.pod.key() != c.key))
+    return std::nullopt;
+  if (inflight_.count(c.key)) return std::nullopt;
+  auto chargeable = [&](const K8sPod& p) {
+    auto n = node_index_.find(p.node_name);
+    if (n == node_index_.end() || conflicts_on_node_.count(n->second)) return false;  // the rebuild names the conflict
+    for (int r : reservation_ids_)  // placeholders are charged after every pod
+      if (pods_[static_cast<size_t>(r)].pod.node_name == p.node_name) return false;
+    // A conflict is the rebuild's to judge: it charges the pods naming their
+    // GPUs first, in list order, whatever order they came in.
+    return charge_fits(*state_, nodes_, node_index_, p);
+  };
+  auto it = pod_index_.find(c.key);
+  if (it == pod_index_.end()) {
+    if (gone) return ChangeAct::kSkip;
+    if (c.pod.node_name.empty()) return ChangeAct::kAdd;
+    if (!chargeable(c.pod)) return std::nullopt;
+    return ChangeAct::kAdd;
+  }
+  const PodEntry& e = pods_[static_cast<size_t>(it->second)];
+  const PodId pid{it->second};
+  if (e.reservation || e.pod.gang || !e.pod.resource_claims.empty() || !e.pod.extended_resource_claim.empty())
+    return std::nullopt;
+  if (e.learned == Learned::kAssumed || e.learned == Learned::kReserved) {
+    // Still pending, the same pod: the assumption stands.
+    if (!gone && c.pod.node_name.empty() && c.pod.uid == e.pod.uid && c.pod.request == e.pod.request)
+      return ChangeAct::kUpdatePending;
+    return std::nullopt;
+  }
+  if (gone) {
+    // A pod only calls showed is kept a while by the rebuild (carry_locked);
+    // capacity freed where a pod could not be charged lets the rebuild
+    // charge it.
+    if (e.from_call_at) return std::nullopt;
+    if (const int n = node_index_locked(e.pod.node_name); n >= 0 && conflicts_on_node_.count(n)) return std::nullopt;
+    return ChangeAct::kRemove;
+  }
+  if (!state_->is_bound(pid)) {
+    if (c.pod.node_name.empty()) return ChangeAct::kUpdatePending;
+    if (!chargeable(c.pod)) return std::nullopt;
+    return ChangeAct::kCharge;
+  }
+  // Bound in the model (kObjects or kBoundHere).
+  if (c.pod.uid != e.pod.uid) return std::nullopt;
+  if (e.learned == Learned::kBoundHere && c.pod.node_name.empty()) {
+    // The API has not caught up with a bind made here (carry_locked keeps it
+    // for kAssumeBindS).
+    if (!e.bound_here_at || std::chrono::steady_clock::now() - *e.bound_here_at >= std::chrono::seconds(kAssumeBindS))
+      return std::nullopt;
+    return ChangeAct::kKeepHere;
+  }
+  if (c.pod.node_name != e.pod.node_name) return std::nullopt;
+  // The same node: the object's charge must be what the model holds.
+  const int n = node_index_locked(c.pod.node_name);
+  if (n < 0) return std::nullopt;
+  const K8sNode& node = nodes_[static_cast<size_t>(n)];
+  const Request req = model_request(c.pod, node);
+  if (!(req == state_->request(pid))) return std::nullopt;
+  const HeldGpus held = held_gpus(c.pod, node, req);
+  const uint32_t mask = state_->assignment(pid).gpu_mask;
+  const bool same = held.kind == HeldGpus::Kind::kKnown ? held.gpu_mask == mask
+                    : held.kind == HeldGpus::Kind::kNone && !req.is_gpu() && req.mig_devices.empty()
+                        ? true
+                        : e.gpus_chosen && !c.pod.assigned;  // the rebuild keeps the GPUs chosen for it
+  return same ? std::optional(ChangeAct::kUpdateBound) : std::nullopt;
+}
+
+bool ExtenderService::recount_locked(int i) {
+  PodEntry& e = pods_[static_cast<size_t>(i)];
+  std::optional<Request> now = e.reservation ? std::nullopt : workload_request(e.pod, node_index_, nodes_);
+  if (now == e.counted) return false;
+  if (e.counted) tally_.remove(e.seq, *e.counted);
+  if (!e.counted) e.seq = next_seq_++;
+  e.counted = std::move(now);
+  if (e.counted) tally_.add(e.seq, *e.counted);
+  return true;
+}
+
+void ExtenderService::remove_pod_locked(int i) {
+  const std::string key = pods_[static_cast<size_t>(i)].pod.key();
+  PodEntry& e = pods_[static_cast<size_t>(i)];
+  if (state_->is_bound(PodId{i})) (void)state_->unbind(PodId{i});
+  if (e.counted) tally_.remove(e.seq, *e.counted);
+  const std::string prefix = key + ": ";
+  std::erase_if(unattributed_, [&](const std::string& m) { return m.rfind(prefix, 0) == 0; });
+  pod_index_.erase(key);
+  const int last = static_cast<int>(pods_.size()) - 1;
+  if (i != last) {
+    // The last pod takes the freed id, on the same GPUs.
+    const PodId from{last}, to{i};
+    if (state_->is_bound(from)) {
+      const Request req = state_->request(from);
+      const Assignment where = state_->assignment(from);
+      (void)state_->unbind(from);
+      if (Status st = state_->bind(to, req, where); !st.is_ok())
+        throw std::logic_error("moving a pod to a freed id failed: " + st.message);
+    }
+    pods_[static_cast<size_t>(i)] = std::move(pods_[static_cast<size_t>(last)]);
+    pod_index_[pods_[static_cast<size_t>(i)].pod.key()] = i;
+    for (int& r : reservation_ids_)
+      if (r == last) r = i;
+  }
+  pods_.pop_back();
+}
+
+bool ExtenderService::update_pods(std::vector<PodChange> changes) {
+  std::lock_guard lock(mu_);
+  if (!ready_) return false;
+  std::vector<ChangeAct> acts;
+  acts.reserve(changes.size());
+  std::set<std::string_view> keys;
+  for (const PodChange& c : changes) {
+    std::optional<ChangeAct> act = classify_change_locked(c);
+    if (!act || !keys.insert(c.key).second) return false;
+    acts.push_back(*act);
+  }
+  // charge_fits() judged each charge against the model as it is: so at most
+  // one per node, and none where a removal frees capacity in the same batch.
+  std::set<std::string_view> charged_nodes, freed_nodes;
+  for (size_t k = 0; k < changes.size(); ++k) {
+    if (acts[k] == ChangeAct::kCharge || (acts[k] == ChangeAct::kAdd && !changes[k].pod.node_name.empty()))
+      if (!charged_nodes.insert(changes[k].pod.node_name).second) return false;
+    if (acts[k] == ChangeAct::kRemove)
+      freed_nodes.insert(pods_[static_cast<size_t>(pod_index_.at(changes[k].key))].pod.node_name);
+  }
+  for (std::string_view n : charged_nodes)
+    if (freed_nodes.count(n)) return false;
+  // Removals first (they renumber), then updates and additions (appended),
+  // then the FGD target, then the charges (with the new target's policy, as
+  // a rebuild charges them).
+  bool retarget = false;
+  for (size_t k = 0; k < changes.size(); ++k)
+    if (acts[k] == ChangeAct::kRemove) {
+      remove_pod_locked(pod_index_.at(changes[k].key));
+      retarget = true;
+    }
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<int> to_charge;
+  for (size_t k = 0; k < changes.size(); ++k) {
+    PodChange& c = changes[k];
+    if (acts[k] == ChangeAct::kSkip || acts[k] == ChangeAct::kRemove) continue;
+    int i = 0;
+    if (acts[k] == ChangeAct::kAdd) {
+      i = static_cast<int>(pods_.size());
+      pod_index_[c.key] = i;
+      PodEntry& e = pods_.emplace_back();
+      e.first_seen = now;
+      if (!c.pod.node_name.empty()) to_charge.push_back(i);
+    } else {
+      i = pod_index_.at(c.key);
+    }
+    PodEntry& e = pods_[static_cast<size_t>(i)];
+    if (acts[k] == ChangeAct::kKeepHere) {
+      // As the rebuild does: the service's node and GPUs on the newer object.
+      c.pod.node_name = e.pod.node_name;
+      if (c.object.is_object()) c.object["spec"]["nodeName"] = e.pod.node_name;
+      auto a = e.pod.annotations.find(std::string(annotations::kAssignedGpus));
+      if (a != e.pod.annotations.end() && !a->second.empty()) {
+        c.pod.annotations[std::string(annotations::kAssignedGpus)] = a->second;
+        c.pod.assigned = parse_assigned_gpus(a->second);
+        if (c.object.is_object())
+          c.object["metadata"]["annotations"][std::string(annotations::kAssignedGpus)] = a->second;
+      }
+    }
+    if (acts[k] == ChangeAct::kUpdateBound) {
+      // The API shows the pod where the model has it: the object's version wins.
+      e.learned = Learned::kObjects;
+      e.bound_here_at.reset();
+    }
+    if (acts[k] == ChangeAct::kCharge) to_charge.push_back(i);
+    e.from_call_at.reset();  // the objects show it now
+    e.pod = std::move(c.pod);
+    e.object = std::move(c.object);
+    retarget = recount_locked(i) || retarget;
+  }
+  if (retarget) retarget_locked();
+  if (!to_charge.empty()) {
+    std::vector<std::pair<PodId, const K8sPod*>> listed;
+    listed.reserve(to_charge.size());
+    for (int i : to_charge) listed.emplace_back(PodId{i}, &pods_[static_cast<size_t>(i)].pod);
+    ChargeResult charged = charge_pods(*state_, nodes_, node_index_, listed, gpu_chooser_locked());
+    for (int i : to_charge) {
+      PodEntry& e = pods_[static_cast<size_t>(i)];
+      if (state_->is_bound(PodId{i}))
+        e.learned = Learned::kObjects;
+      else
+        ++conflicts_on_node_[node_index_.at(e.pod.node_name)];
+    }
+    for (PodId p : charged.unknown_ids) pods_[index(p)].gpus_chosen = true;
+    unattributed_.insert(unattributed_.end(), charged.messages.begin(), charged.messages.end());
+    counters_.conflicts += static_cast<uint64_t>(charged.conflicts);
+  }
+  state_->commit();
+  ++mutations_;
+  ++counters_.pod_updates;
+  return true;
 }
 
 void ExtenderService::rebuild_state_locked() {
@@ -1558,6 +1777,7 @@ ServiceMetrics ExtenderService::metrics_locked() const {
   m.gangs_placed = counters_.gangs_placed;
   m.gangs_timed_out = counters_.gangs_timed_out;
   m.model_reloads = counters_.reloads;
+  m.model_pod_updates = counters_.pod_updates;
   m.model_reload_seconds = counters_.reload_seconds;
   constexpr size_t kMaxExplained = 1000;
   for (size_t k = 0; k < pending.size(); ++k) {

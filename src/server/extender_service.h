@@ -104,6 +104,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyze/cluster_model.h"
 #include "frag/cluster_metrics.h"
 #include "frag/fgd.h"
 #include "io/kubectl.h"
@@ -165,6 +166,8 @@ struct ServiceMetrics : ClusterMetrics {
   // wall time, since start: a whole-model rebuild each, built outside the lock.
   uint64_t model_reloads = 0;
   double model_reload_seconds = 0;
+  // update_pods() batches applied in place (no rebuild), since start.
+  uint64_t model_pod_updates = 0;
 };
 
 struct ServiceOptions {
@@ -212,6 +215,26 @@ class ExtenderService {
   // charged as they are (also kept in unattributed()).
   std::vector<std::string> set_cluster(std::vector<K8sNode> nodes, std::vector<K8sPod> pods,
                                        std::vector<nlohmann::json> pod_objects = {});
+  // A pod as the API now shows it (watch events); `deleted`: gone (only
+  // `key` is read).
+  struct PodChange {
+    std::string key;
+    K8sPod pod;
+    nlohmann::json object;
+    bool deleted = false;
+  };
+  // Applies pod changes in place, under the lock, when the nodes (and DRA
+  // claims) are as at the last set_cluster(): the model set_cluster() would
+  // build from the objects with these changes (the rules above), without
+  // rebuilding it; the FGD target follows (analyze/cluster_model.h
+  // WorkloadTally; pods first seen here count after those of the last
+  // load). Returns false, having changed nothing, when a change needs the
+  // whole rebuild: a gang member or commit, DRA claims, an assumed pod
+  // placed, a bind in flight, a reservation on the pod's node, a pod that
+  // moved, changed its request or GPUs, or that only calls showed, deleted.
+  // O(changes x log pods) plus, when the target changes, a new policy (its
+  // caches start cold).
+  bool update_pods(std::vector<PodChange> changes);
   void set_binder(Binder* binder);  // not owned; nullptr = in-memory only
 
   ExtenderFilterResult filter(const ExtenderArgs& args);
@@ -258,6 +281,10 @@ class ExtenderService {
     // A defragmentation reservation's placeholder (not a pod): charged on
     // the reserved GPUs until a pod it is for binds there.
     std::optional<GpuReservation> reservation;
+    // What the pod adds to the FGD target (workload_request) and under
+    // which sequence number; nullopt = nothing (or not counted yet).
+    std::optional<Request> counted;
+    uint64_t seq = 0;
   };
   struct Carried {
     struct Assumed {
@@ -313,7 +340,10 @@ class ExtenderService {
     uint64_t gangs_placed = 0, gangs_timed_out = 0, commits = 0;
     uint64_t reloads = 0;       // set_cluster() calls
     double reload_seconds = 0;  // their wall time, from the call to the new model in place
+    uint64_t pod_updates = 0;   // update_pods() batches applied
   };
+  // What update_pods() does with one change (see classify_change_locked).
+  enum class ChangeAct : uint8_t { kSkip, kRemove, kAdd, kUpdatePending, kKeepHere, kUpdateBound, kCharge };
 
   Carried carry_locked() const;
   ServiceMetrics metrics_locked() const;
@@ -321,8 +351,15 @@ class ExtenderService {
                    const Carried& carried);
   void swap_model_locked(ExtenderService& other);
   void rebuild_state_locked();
-  void refresh_target_locked();
-  void reset_policy_locked(const std::vector<const K8sPod*>& pods);
+  // A new policy (and scheduler) for the target tally_ counts now.
+  void retarget_locked();
+  // The GPUs of a pod others placed without naming them: the policy's choice.
+  GpuChooser gpu_chooser_locked();
+  std::optional<ChangeAct> classify_change_locked(const PodChange& c) const;
+  // Unbinds and drops pods_[i] (the last entry takes its index and PodId).
+  void remove_pod_locked(int i);
+  // Counts pods_[i] in the FGD target again; true when its part changed.
+  bool recount_locked(int i);
   int node_index_locked(const std::string& name) const;
   // node_index_locked() for the k-th candidate of a request, through the
   // names the last requests had at each position (cleared whenever the node
@@ -367,6 +404,8 @@ class ExtenderService {
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<Scheduler> scheduler_;
   std::shared_ptr<TargetWorkload> target_;
+  WorkloadTally tally_;    // the pods target_ was made from
+  uint64_t next_seq_ = 0;  // tally sequence number of the next pod counted
   std::vector<K8sNode> nodes_;
   std::unordered_map<std::string, int> node_index_;
   static constexpr size_t kRecentCandidates = 1 << 18;  // positions remembered (bounded memory)
@@ -376,6 +415,10 @@ class ExtenderService {
   std::unordered_map<std::string, int> pod_index_;
   std::unique_ptr<ClusterState> state_;
   std::vector<std::string> unattributed_;
+  // Node index -> running pods the objects put there that could not be
+  // charged (conflicts): update_pods leaves such nodes to the rebuild,
+  // which tries those pods again.
+  std::unordered_map<int, int> conflicts_on_node_;
   std::unordered_map<std::string, Carried::Guess> inflight_;  // pod key -> bind waiting on the Binder
   std::map<std::string, Gang> gangs_;                         // group key -> live plan
   std::map<std::string, int> pod_group_min_;                  // PodGroup objects' minMember

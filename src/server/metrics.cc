@@ -151,6 +151,9 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   header(out, "gpupack_model_reload_seconds_total", "counter",
          "Wall time of those rebuilds, from the objects to the new model in place (built outside the lock).");
   out += fmt::format("gpupack_model_reload_seconds_total {}\n", m.model_reload_seconds);
+  header(out, "gpupack_model_pod_updates_total", "counter",
+         "Watch flushes of pod events applied to the model in place (no rebuild).");
+  out += fmt::format("gpupack_model_pod_updates_total {}\n", m.model_pod_updates);
   header(out, "gpupack_gang_reserved_gpus", "gauge", "GPUs (fractions summed) reserved for planned gang members.");
   out += fmt::format("gpupack_gang_reserved_gpus {}\n", static_cast<double>(m.gang_reserved_gpu_milli) / 1000.0);
   header(out, "gpupack_gang_binds_held", "gauge", "Binds of gang members waiting for their gang's minimum.");
