@@ -60,8 +60,8 @@ struct WatchOptions {
   int flush_ms = 100;
   int watch_timeout_s = 300;  // asked of the server (timeoutSeconds)
   int retry_ms = 1000;
-  int relist_s = 0;         // 0 = only when the watch needs it
-  int claims_retry_s = 60;  // while ResourceClaims cannot be listed
+  int relist_s = 0;                  // 0 = only when the watch needs it
+  int claims_retry_s = 60;           // while ResourceClaims cannot be listed
   bool pod_updates_in_place = true;  // false: every flush rebuilds the whole model
 };
 
