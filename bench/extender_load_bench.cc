@@ -232,12 +232,50 @@ void BM_Stage_SetCluster(benchmark::State& state) {
   state.counters["pods"] = static_cast<double>(c.pods.size());
 }
 
+// A whole rebuild at scale (a relist, a node change): N nodes with 30 more
+// labels each (node-feature-discovery and GPU feature discovery put a few
+// dozen on a GPU node), no pods; the time from the objects to the new model
+// in place.
+void BM_Stage_SetClusterAtScale(benchmark::State& state) {
+  std::vector<K8sNode> nodes;
+  for (int i = 0; i < state.range(0); ++i) {
+    json object = node_object(i);
+    for (int k = 0; k < 30; ++k)
+      object["metadata"]["labels"]["feature.node.kubernetes.io/feature-" + std::to_string(k)] =
+          "value-" + std::to_string(k * i);
+    nodes.push_back(parse_node(object));
+  }
+  ExtenderService service("fgd");
+  for (auto _ : state) service.set_cluster(nodes, {});
+  state.counters["nodes"] = static_cast<double>(nodes.size());
+}
+
+// One watch flush applied in place (ExtenderService::update_pods) on the
+// same cluster: a pod another scheduler placed appears, then is deleted.
+void BM_Stage_PodUpdate(benchmark::State& state) {
+  const LoadCluster& c = load_cluster();
+  ExtenderService service("fgd");
+  service.set_cluster(c.nodes, c.pods);
+  const json object = pod_object("event", c.names[1], c.names[1] + ":7@250", 250);
+  const K8sPod pod = parse_pod(object);
+  int refused = 0;
+  for (auto _ : state) {
+    refused += !service.update_pods({{pod.key(), pod, object, false}});
+    refused += !service.update_pods({{pod.key(), {}, {}, true}});
+  }
+  if (refused > 0) state.SkipWithError("update_pods refused the event (a rebuild was needed)");
+  state.counters["events"] =
+      benchmark::Counter(2.0 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
 BENCHMARK(BM_Stage_ParseFullNodes)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_FilterService)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_PrioritizeService)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_WriteFilterReply)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_WholeFilterRequest)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_SetCluster)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stage_PodUpdate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Stage_SetClusterAtScale)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 void BM_ExtenderLoad_NodeNames(benchmark::State& state) { run_load(state, true); }
 void BM_ExtenderLoad_FullNodes(benchmark::State& state) { run_load(state, false); }

@@ -29,7 +29,7 @@ sched="$("$here/../tests/e2e/build_scheduler.sh" "$work")"
 "$sched" synth -nodes "$nodes" -pods $((calls * runs / bind_every + 2)) -out "$work"
 start_fake_api "$sched" "$work" -churn-after 1s
 "$gpupack" serve --kubeconfig "$work/kubeconfig" --policy fgd --assume off --listen 127.0.0.1:0 \
-  --port-file "$work/port" 2>"$work/serve.log" &
+  --port-file "$work/port" ${FULL_RELOADS:+--full-reloads} 2>"$work/serve.log" &
 pids+=($!)
 wait_for "$work/port" "$work/serve.log" 120  # listing 100,000 nodes takes a while
 url="http://127.0.0.1:$(cat "$work/port")"

@@ -44,6 +44,7 @@
 #include "model/gpu_catalog.h"
 #include "model/node.h"
 #include "model/request.h"
+#include "util/shared_map.h"
 
 namespace gpupack {
 
@@ -92,13 +93,14 @@ struct K8sTaint {
 
 struct K8sNode {
   NodeSpec spec;  // name, allocatable cpu/memory, physical GPU count, model
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::string> annotations;
+  // Shared by copies (util/shared_map.h): a node is copied with every rebuild.
+  SharedMap<std::string, std::string> labels;
+  SharedMap<std::string, std::string> annotations;
   std::vector<K8sTaint> taints;
-  std::map<std::string, std::string> allocatable;  // raw quantities
-  std::map<std::string, std::string> capacity;     // raw quantities
-  bool unschedulable = false;                      // spec.unschedulable
-  bool ready = true;                               // Ready condition (true when absent)
+  SharedMap<std::string, std::string> allocatable;  // raw quantities
+  SharedMap<std::string, std::string> capacity;     // raw quantities
+  bool unschedulable = false;                       // spec.unschedulable
+  bool ready = true;                                // Ready condition (true when absent)
 
   // GPU facts.
   std::string gpu_product;                     // the label the model came from ("" when none)

@@ -314,7 +314,7 @@ TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
   // What the extender reads back (io/kubectl.h node_reservations).
   K8sNode node;
   node.spec.name = "a";
-  node.annotations[s.reservation_key(j.plan_id)] = reservation_value(j, s, std::chrono::system_clock::time_point{});
+  node.annotations.set(s.reservation_key(j.plan_id), reservation_value(j, s, std::chrono::system_clock::time_point{}));
   std::vector<std::string> errors;
   const std::vector<GpuReservation> read = node_reservations(node, &errors);
   ASSERT_EQ(read.size(), 1U) << (errors.empty() ? "" : errors[0]);
