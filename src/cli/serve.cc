@@ -60,6 +60,7 @@ struct ServeFlags {
   bool accept_request_nodes = false;
   double gang_timeout_s = 20;
   double gang_bind_wait_s = 8;
+  int metrics_max_nodes = 5000;
   double restart_grace_s = 5;
   std::vector<std::string> topology_labels;
   std::string pod_groups;
@@ -150,6 +151,7 @@ void run_serve(const ServeFlags& f) {
   so.gang_timeout = std::chrono::milliseconds(static_cast<int64_t>(f.gang_timeout_s * 1000));
   so.topology_labels = f.topology_labels;
   so.gang_bind_wait = std::chrono::milliseconds(static_cast<int64_t>(f.gang_bind_wait_s * 1000));
+  so.metrics_max_nodes = f.metrics_max_nodes;
   for (const std::string& n : f.scheduler_names)
     if (n != "*") so.scheduler_names.insert(n);
   if (std::find(f.scheduler_names.begin(), f.scheduler_names.end(), "*") != f.scheduler_names.end())
@@ -418,6 +420,11 @@ void add_serve_command(CLI::App& app) {
                   "bound with its gang); keep it below the scheduler's extender httpTimeout")
       ->capture_default_str()
       ->check(CLI::Range(0.05, 3600.0));
+  cmd->add_option("--metrics-max-nodes", flags->metrics_max_nodes,
+                  "/metrics: per-node and per-GPU series only while the cluster has at most this many GPU nodes "
+                  "(pool and cluster series always)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--restart-grace", flags->restart_grace_s,
                   "API mode: seconds to wait before serving when pending pods carry gpupack's assignment (binds "
                   "of a previous process may still land)")

@@ -6,6 +6,11 @@ namespace gpupack {
 
 namespace {
 
+const std::string& no_model() {
+  static const std::string none;
+  return none;
+}
+
 // Could `req` use GPU g of node n now (with enough other GPUs for its count)?
 bool probe_uses(const ClusterState& s, NodeId n, int g, const Request& req) {
   if (!req.is_gpu() || !model_allowed(req.allowed_models, s.gpu_model(n))) return false;
@@ -18,7 +23,8 @@ bool probe_uses(const ClusterState& s, NodeId n, int g, const Request& req) {
 
 }  // namespace
 
-ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& target, std::span<const Request> probes) {
+ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& target, std::span<const Request> probes,
+                               bool per_node) {
   ClusterMetrics m;
   const GpuCatalog& cat = GpuCatalog::builtin();
   m.node_count = s.node_count();
@@ -29,8 +35,12 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
     const NodeSpec& spec = s.spec(n);
     const int gpus = s.gpu_count(n);
     if (gpus == 0 && spec.mig_devices.empty()) continue;
-    const std::string model = gpus > 0 ? cat.spec(s.gpu_model(n)).name : "";
-    ClusterMetrics::Node nm{std::string(s.node_name(n)), model, 0, int64_t{gpus} * kGpuMilliPerGpu, {}};
+    const std::string& model = gpus > 0 ? cat.spec(s.gpu_model(n)).name : no_model();
+    ClusterMetrics::Node nm{per_node ? std::string(s.node_name(n)) : std::string(),
+                            per_node ? model : no_model(),
+                            0,
+                            int64_t{gpus} * kGpuMilliPerGpu,
+                            {}};
     for (const MigDeviceCount& d : spec.mig_devices)
       nm.mig[d.profile] = {d.count - s.mig_devices_free(n, d.profile), d.count};
     const auto free = s.gpu_free_milli(n);
@@ -48,9 +58,11 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
     }
     for (int g = 0; g < gpus; ++g) {
       ClusterMetrics::Gpu gm;
-      gm.node = nm.name;
       gm.gpu = g;
-      gm.model = model;
+      if (per_node) {
+        gm.node = nm.name;
+        gm.model = model;
+      }
       gm.allocated_milli = kGpuMilliPerGpu - free[static_cast<size_t>(g)];
       gm.memory_mib = s.gpu_memory_total_mib(n, g);
       gm.allocated_memory_mib = gm.memory_mib > 0 ? gm.memory_mib - s.gpu_memory_free_mib(n, g) : 0;
@@ -63,9 +75,9 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
           if (gm.memory_mib > 0) gm.stranded_memory_mib = std::max<int64_t>(0, s.gpu_memory_free_mib(n, g));
         }
       }
-      m.gpus.push_back(std::move(gm));
+      if (per_node) m.gpus.push_back(std::move(gm));
     }
-    m.nodes.push_back(std::move(nm));
+    if (per_node) m.nodes.push_back(std::move(nm));
   }
   for (auto& [id, p] : pools) m.pools.push_back(std::move(p));
   return m;

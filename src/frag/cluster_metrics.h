@@ -13,6 +13,8 @@
 //   the caller expects (pending pods, else the target workload's classes).
 // - Pools are per GPU model, in model id order. Nodes without GPUs and
 //   without MIG devices are left out.
+// - per_node = false leaves `gpus` and `nodes` empty (the totals and pools
+//   are the same): a large cluster's per-GPU detail is too big to export.
 // - Pure; O(nodes x GPUs x probes) plus F(n) per node (frag/fgd.h).
 #pragma once
 
@@ -64,7 +66,7 @@ struct ClusterMetrics {
   int node_count = 0;
 };
 
-ClusterMetrics cluster_metrics(const ClusterState& state, const TargetWorkload& target,
-                               std::span<const Request> probes);
+ClusterMetrics cluster_metrics(const ClusterState& state, const TargetWorkload& target, std::span<const Request> probes,
+                               bool per_node = true);
 
 }  // namespace gpupack

@@ -1762,7 +1762,12 @@ ServiceMetrics ExtenderService::metrics_locked() const {
   for (size_t i : pending) pending_pods.push_back(&pods_[i].pod);
   const std::vector<Request> probes = probe_requests(nodes_, pending_pods, *target_);
   ServiceMetrics m;
-  static_cast<ClusterMetrics&>(m) = cluster_metrics(*state_, *target_, probes);
+  int gpu_nodes = 0;
+  for (int n = 0; n < state_->node_count(); ++n)
+    gpu_nodes += state_->gpu_count(NodeId{n}) > 0 || !state_->spec(NodeId{n}).mig_devices.empty();
+  const bool per_node = gpu_nodes <= options_.metrics_max_nodes;
+  static_cast<ClusterMetrics&>(m) = cluster_metrics(*state_, *target_, probes, per_node);
+  m.metrics_nodes_omitted = per_node ? 0 : gpu_nodes;
   m.bound_pods = 0;
   for (size_t i = 0; i < pods_.size(); ++i)
     m.bound_pods += state_->is_bound(PodId{static_cast<int32_t>(i)}) && pods_[i].learned != Learned::kAssumed &&

@@ -168,6 +168,9 @@ struct ServiceMetrics : ClusterMetrics {
   double model_reload_seconds = 0;
   // update_pods() batches applied in place (no rebuild), since start.
   uint64_t model_pod_updates = 0;
+  // Nodes with GPUs whose per-node and per-GPU series were left out
+  // (ServiceOptions::metrics_max_nodes); 0 = none.
+  int metrics_nodes_omitted = 0;
 };
 
 struct ServiceOptions {
@@ -197,6 +200,10 @@ struct ServiceOptions {
   // rack label, then a switch or block label): a gang that no single node
   // holds is placed inside one domain of the first level that can hold it.
   std::vector<std::string> topology_labels = {};
+  // /metrics exports per-GPU and per-node series only while the model has at
+  // most this many nodes with GPUs (pools and totals always): at 100,000
+  // nodes the per-GPU series alone were 370 MB of text per scrape.
+  int metrics_max_nodes = 5000;
 };
 
 class ExtenderService {

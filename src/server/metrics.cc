@@ -166,6 +166,9 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   for (const auto& [product, nodes] : m.unknown_gpu_products)
     out += fmt::format("gpupack_unknown_gpu_product_nodes{{product=\"{}\"}} {}\n", escape_label(product), nodes);
 
+  header(out, "gpupack_metrics_nodes_omitted", "gauge",
+         "Nodes with GPUs whose per-node and per-GPU series are left out (--metrics-max-nodes); pools cover them.");
+  out += fmt::format("gpupack_metrics_nodes_omitted {}\n", m.metrics_nodes_omitted);
   header(out, "gpupack_gpu_allocated_ratio", "gauge", "Share of the GPU allocated (0..1; 1 = whole).");
   for (const auto& g : m.gpus)
     out += fmt::format("gpupack_gpu_allocated_ratio{{{}}} {}\n", gpu_labels(g), num(g.allocated_milli / 1000.0));

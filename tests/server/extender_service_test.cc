@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "io/kubectl.h"
+#include "server/metrics.h"
 #include "support/k8s_fixtures.h"
 
 namespace gpupack {
@@ -52,6 +53,39 @@ TEST(ExtenderService, CandidateNamesResolveRightAfterTheNodeTableChanges) {
   EXPECT_EQ(passing({"a", "b"}), std::vector<std::string>{"b"});
   EXPECT_EQ(passing({"b", "a"}), std::vector<std::string>{"b"});       // another order
   EXPECT_EQ(passing({"a", "b", "c"}), std::vector<std::string>{"b"});  // an unknown name stays unknown
+}
+
+// Above ServiceOptions::metrics_max_nodes GPU nodes, per-node and per-GPU
+// series are left out and counted; the pool and cluster figures stay whole.
+TEST(ExtenderService, PerNodeMetricsStopAtTheLimit) {
+  auto metrics_with = [](int limit) {
+    ServiceOptions o;
+    o.metrics_max_nodes = limit;
+    ExtenderService service(o);
+    const json pod = pod_json({.name = "p", .gpus = 2, .node = "a", .assigned = "a:0,1"});
+    service.set_cluster(
+        {parse_node(node_json({.name = "a", .gpus = 8})), parse_node(node_json({.name = "b", .gpus = 8})),
+         parse_node(node_json({.name = "cpu-only", .gpus = 0}))},
+        {parse_pod(pod)}, {pod});
+    return service.metrics();
+  };
+  const ServiceMetrics whole = metrics_with(2), capped = metrics_with(1);
+  EXPECT_EQ(whole.gpus.size(), 16u);  // the node without GPUs does not count against the limit
+  EXPECT_EQ(whole.nodes.size(), 2u);
+  EXPECT_EQ(whole.metrics_nodes_omitted, 0);
+  EXPECT_TRUE(capped.gpus.empty());
+  EXPECT_TRUE(capped.nodes.empty());
+  EXPECT_EQ(capped.metrics_nodes_omitted, 2);
+  ASSERT_EQ(capped.pools.size(), whole.pools.size());
+  EXPECT_EQ(capped.pools[0].capacity_milli, whole.pools[0].capacity_milli);
+  EXPECT_EQ(capped.pools[0].free_milli, whole.pools[0].free_milli);
+  EXPECT_EQ(capped.pools[0].stranded_gpus, whole.pools[0].stranded_gpus);
+  EXPECT_DOUBLE_EQ(capped.cluster_fragmentation_milli, whole.cluster_fragmentation_milli);
+  EXPECT_EQ(capped.cluster_free_milli, 14000);
+  const std::string text = render_metrics(capped, LatencyHistogram{}, RequestCounters{});
+  EXPECT_EQ(text.find("gpupack_gpu_allocated_ratio{"), std::string::npos);
+  EXPECT_NE(text.find("gpupack_metrics_nodes_omitted 2"), std::string::npos);
+  EXPECT_NE(text.find("gpupack_pool_capacity_gpus{"), std::string::npos);
 }
 
 // Every set_cluster() is a whole-model rebuild, counted with its wall time
