@@ -18,6 +18,7 @@
 #include "server/extender_service.h"
 #include "server/http_server.h"
 #include "server/httplib_config.h"
+#include "server/metrics.h"
 
 namespace gpupack {
 namespace {
@@ -250,6 +251,30 @@ void BM_Stage_SetClusterAtScale(benchmark::State& state) {
   state.counters["nodes"] = static_cast<double>(nodes.size());
 }
 
+// A /metrics scrape at scale: the snapshot under the service lock plus its
+// rendering. Arg 1: per-node and per-GPU series kept (metrics_max_nodes
+// above the node count, as before the limit), 0: the default limit.
+void BM_Stage_MetricsAtScale(benchmark::State& state) {
+  std::vector<K8sNode> nodes;
+  for (int i = 0; i < state.range(0); ++i) nodes.push_back(parse_node(node_object(i)));
+  ServiceOptions o;
+  if (state.range(1) != 0) o.metrics_max_nodes = static_cast<int>(state.range(0));
+  ExtenderService service(o);
+  service.set_cluster(nodes, {});
+  LatencyHistogram latency;
+  RequestCounters requests;
+  size_t bytes = 0;
+  double snapshot_ms = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const ServiceMetrics m = service.metrics();
+    snapshot_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    bytes = render_metrics(m, latency, requests).size();
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["locked_ms"] = snapshot_ms / static_cast<double>(state.iterations());
+}
+
 // One watch flush applied in place (ExtenderService::update_pods) on the
 // same cluster: a pod another scheduler placed appears, then is deleted.
 void BM_Stage_PodUpdate(benchmark::State& state) {
@@ -276,6 +301,7 @@ BENCHMARK(BM_Stage_WholeFilterRequest)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_SetCluster)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_PodUpdate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Stage_SetClusterAtScale)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stage_MetricsAtScale)->Args({100000, 0})->Args({100000, 1})->Unit(benchmark::kMillisecond);
 
 void BM_ExtenderLoad_NodeNames(benchmark::State& state) { run_load(state, true); }
 void BM_ExtenderLoad_FullNodes(benchmark::State& state) { run_load(state, false); }
