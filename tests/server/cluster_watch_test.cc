@@ -186,13 +186,33 @@ TEST_F(ClusterWatchTest, ListThenEventsReachTheService) {
   api_.send("pods", "DELETED", pod_json({.name = "running", .gpus = 4, .node = "a", .assigned = "a:0,1,2,3"}));
   EXPECT_TRUE(eventually([&] { return assignments().count("ml/running") == 0; }));
   EXPECT_EQ(assignments().count("ml/new"), 1u);
+  // Pod events changed the model in place: no rebuild since the first list.
+  EXPECT_GE(watch_->stats().pod_updates, 1u);
+  EXPECT_EQ(service_.metrics().model_reloads, 1u);
+  EXPECT_EQ(service_.metrics().model_pod_updates, watch_->stats().pod_updates);
 
   api_.send("nodes", "ADDED", node_json({"c"}));
   EXPECT_TRUE(eventually([&] { return service_.metrics().node_count == 3; }));
   api_.send("nodes", "DELETED", node_json({"b"}));
   EXPECT_TRUE(eventually([&] { return service_.metrics().node_count == 2; }));
+  EXPECT_GE(service_.metrics().model_reloads, 2u);  // node changes rebuild
   EXPECT_GE(watch_->stats().events, 4u);
   EXPECT_GE(watch_->stats().flushes, 1u);
+}
+
+// --full-reloads: every flush rebuilds the whole model.
+TEST_F(ClusterWatchTest, FullReloadsRebuildForPodEventsToo) {
+  WatchOptions o;
+  o.flush_ms = 20;
+  o.pod_updates_in_place = false;
+  watch_ = std::make_unique<ClusterWatch>(client_, service_, o);
+  watch_->start();
+  ASSERT_TRUE(eventually([&] { return api_.watch_versions("pods").size() == 1; }));
+  api_.send("pods", "ADDED", pod_json({.name = "new", .gpus = 2, .node = "b", .assigned = "b:0,1"}));
+  EXPECT_TRUE(eventually([&] { return assignments().count("ml/new") == 1; }));
+  EXPECT_EQ(watch_->stats().pod_updates, 0u);
+  EXPECT_EQ(service_.metrics().model_pod_updates, 0u);
+  EXPECT_GE(service_.metrics().model_reloads, 2u);
 }
 
 TEST_F(ClusterWatchTest, AClosedWatchReopensFromTheLastVersion) {
