@@ -73,6 +73,7 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
         if (gm.stranded) {
           ++pool->stranded_gpus;
           if (gm.memory_mib > 0) gm.stranded_memory_mib = std::max<int64_t>(0, s.gpu_memory_free_mib(n, g));
+          pool->stranded_memory_mib += gm.stranded_memory_mib;
         }
       }
       if (per_node) m.gpus.push_back(std::move(gm));

@@ -56,6 +56,7 @@ struct ClusterMetrics {
     int64_t free_milli = 0;
     double fragmentation_milli = 0;
     int stranded_gpus = 0;
+    int64_t stranded_memory_mib = 0;  // free memory of the stranded GPUs (those whose memory is known)
   };
   std::vector<Gpu> gpus;
   std::vector<Node> nodes;

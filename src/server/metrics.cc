@@ -233,6 +233,11 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   header(out, "gpupack_stranded_gpus", "gauge", "GPUs with free capacity that no pending or typical pod can use.");
   for (const auto& p : m.pools)
     out += fmt::format("gpupack_stranded_gpus{{pool=\"{}\"}} {}\n", escape_label(p.model), p.stranded_gpus);
+  header(out, "gpupack_pool_stranded_memory_bytes", "gauge",
+         "Free memory of a pool's stranded GPUs (no pending or typical pod can use them).");
+  for (const auto& p : m.pools)
+    out += fmt::format("gpupack_pool_stranded_memory_bytes{{pool=\"{}\"}} {}\n", escape_label(p.model),
+                       num(p.stranded_memory_mib * kMiB));
 
   std::map<std::string, int> by_reason;
   for (std::string r : {"cpu", "memory", "gpu_milli", "gpu_memory", "mig_slot", "model", "topology", "schedulable"})

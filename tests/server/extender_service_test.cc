@@ -63,10 +63,11 @@ TEST(ExtenderService, PerNodeMetricsStopAtTheLimit) {
     o.metrics_max_nodes = limit;
     ExtenderService service(o);
     const json pod = pod_json({.name = "p", .gpus = 2, .node = "a", .assigned = "a:0,1"});
+    const json pending = pod_json({.name = "big", .gpus = 8});  // a's six free GPUs are stranded for it
     service.set_cluster(
         {parse_node(node_json({.name = "a", .gpus = 8})), parse_node(node_json({.name = "b", .gpus = 8})),
          parse_node(node_json({.name = "cpu-only", .gpus = 0}))},
-        {parse_pod(pod)}, {pod});
+        {parse_pod(pod), parse_pod(pending)}, {pod, pending});
     return service.metrics();
   };
   const ServiceMetrics whole = metrics_with(2), capped = metrics_with(1);
@@ -80,6 +81,12 @@ TEST(ExtenderService, PerNodeMetricsStopAtTheLimit) {
   EXPECT_EQ(capped.pools[0].capacity_milli, whole.pools[0].capacity_milli);
   EXPECT_EQ(capped.pools[0].free_milli, whole.pools[0].free_milli);
   EXPECT_EQ(capped.pools[0].stranded_gpus, whole.pools[0].stranded_gpus);
+  EXPECT_EQ(capped.pools[0].stranded_memory_mib, whole.pools[0].stranded_memory_mib);
+  int64_t per_gpu = 0;  // the pool's stranded memory is its GPUs'
+  for (const auto& g : whole.gpus) per_gpu += g.stranded_memory_mib;
+  EXPECT_GT(per_gpu, 0);
+  EXPECT_EQ(whole.pools[0].stranded_memory_mib, per_gpu);
+  EXPECT_EQ(whole.pools[0].stranded_gpus, 6);
   EXPECT_DOUBLE_EQ(capped.cluster_fragmentation_milli, whole.cluster_fragmentation_milli);
   EXPECT_EQ(capped.cluster_free_milli, 14000);
   const std::string text = render_metrics(capped, LatencyHistogram{}, RequestCounters{});
