@@ -489,7 +489,7 @@ TEST(DeployManifests, PrometheusRuleCarriesThePlainRuleFile) {
   // deploy_kustomize also checks the generated text).
   EXPECT_EQ(YAML::Dump(pr["spec"]["groups"]), YAML::Dump(plain["groups"]))
       << "run deploy/monitoring/gen-prometheus-rule.sh";
-  EXPECT_EQ(rule_exprs(plain["groups"]).size(), 3u);
+  EXPECT_EQ(rule_exprs(plain["groups"]).size(), 4u);
 }
 
 TEST(DeployManifests, AlertRulesQueryOnlyExportedMetrics) {
