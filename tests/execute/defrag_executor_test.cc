@@ -186,7 +186,8 @@ struct Background {
 // is placed) and kills the executor once a step is done.
 ExecJournal kill_mid_plan(FakeKubeApi& api, const std::string& dir, const std::string& journal) {
   Background run("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal), dir + "/run.log");
-  for (int i = 0; i < 600; ++i) {
+  // Up to a minute: a sanitizer build beside other tests on 2 cores took over 12 s to its first step.
+  for (int i = 0; i < 3000; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     try {
       if (read_journal(journal).count("done") >= 1) break;
