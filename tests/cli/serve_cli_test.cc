@@ -1,6 +1,8 @@
 // `gpupack serve` as a process: snapshot mode, bind over HTTP, kill -9,
 // restart from the written-back pods, same GPU assignments; flag errors.
+#include <fcntl.h>
 #include <gmock/gmock.h>
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -36,21 +38,22 @@ struct ServeProcess {
   ServeProcess(const std::vector<std::string>& args, const std::string& port_file,
                const std::string& stderr_file = "") {
     std::remove(port_file.c_str());
+    // Everything allocated before fork(): the child of a threaded process
+    // may not allocate (another thread may hold the allocator's lock).
+    std::vector<char*> argv;
+    static std::string bin = GPUPACK_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const int err = stderr_file.empty() ? -1 : ::open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     pid = fork();
     if (pid == 0) {
-      if (!stderr_file.empty()) {
-        FILE* f = std::fopen(stderr_file.c_str(), "w");
-        if (f != nullptr) dup2(fileno(f), 2);
-      }
-      std::vector<char*> argv;
-      static std::string bin = GPUPACK_BINARY;
-      argv.push_back(bin.data());
-      std::vector<std::string> copy = args;
-      for (std::string& a : copy) argv.push_back(a.data());
-      argv.push_back(nullptr);
+      if (err >= 0) dup2(err, 2);
       execv(bin.c_str(), argv.data());
       _exit(127);
     }
+    if (err >= 0) ::close(err);
     for (int i = 0; i < 200 && port == 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       std::string t = slurp(port_file);

@@ -510,14 +510,14 @@ TEST_F(HttpHardening, ServeExitsPromptlyOnSigtermWithSlowClients) {
   std::ofstream(dir + "/nodes.json") << testing::list_json({node_json({"a100-0"})}).dump();
   std::ofstream(dir + "/pods.json") << testing::list_json({}).dump();
   const std::string port_file = dir + "/port";
+  const std::string nodes = dir + "/nodes.json", pods = dir + "/pods.json";  // no allocation after fork()
   const pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     const int devnull = ::open("/dev/null", O_WRONLY);
     dup2(devnull, 2);
-    execl(GPUPACK_BINARY, GPUPACK_BINARY, "serve", "--nodes", (dir + "/nodes.json").c_str(), "--pods",
-          (dir + "/pods.json").c_str(), "--listen", "127.0.0.1:0", "--port-file", port_file.c_str(), "--shutdown-grace",
-          "1", static_cast<char*>(nullptr));
+    execl(GPUPACK_BINARY, GPUPACK_BINARY, "serve", "--nodes", nodes.c_str(), "--pods", pods.c_str(), "--listen",
+          "127.0.0.1:0", "--port-file", port_file.c_str(), "--shutdown-grace", "1", static_cast<char*>(nullptr));
     _exit(127);
   }
   int port = 0;
