@@ -251,6 +251,59 @@ void BM_Stage_SetClusterAtScale(benchmark::State& state) {
   state.counters["nodes"] = static_cast<double>(nodes.size());
 }
 
+// kube-scheduler's NodeNames requests at scale, in process (read, filter or
+// prioritize, write; no HTTP): N empty 8-GPU nodes, 5,000 names a call in a
+// window that moves on by 5,000 each call (percentageOfNodesToScore with
+// its rotating start), a filter then a prioritize per window. p50/p99 per
+// verb and of the pair over the iterations.
+void BM_Stage_NodeNamesAtScale(benchmark::State& state) {
+  constexpr int kWindow = 5000;
+  const int n = static_cast<int>(state.range(0));
+  std::vector<K8sNode> nodes;
+  std::vector<std::string> names;
+  for (int i = 0; i < n; ++i) {
+    nodes.push_back(parse_node(node_object(i)));
+    names.push_back(nodes.back().spec.name);
+  }
+  ExtenderService service("fgd");
+  service.set_cluster(nodes, {});
+  const json pod = pod_object("pending", "", "", 500);
+  std::vector<std::string> bodies;
+  for (int start = 0; start + kWindow <= n; start += kWindow) {
+    json args = {{"Pod", pod}, {"Nodes", nullptr}};
+    args["NodeNames"] = std::vector<std::string>(names.begin() + start, names.begin() + start + kWindow);
+    bodies.push_back(args.dump());
+  }
+  std::vector<double> filter_ms, prioritize_ms, pair_ms;
+  size_t k = 0;
+  for (auto _ : state) {
+    const std::string& body = bodies[k++ % bodies.size()];
+    const auto t0 = std::chrono::steady_clock::now();
+    auto args = parse_extender_args_fast(body);
+    std::string reply = to_json_text(service.filter(args.value()));
+    benchmark::DoNotOptimize(reply);
+    const auto t1 = std::chrono::steady_clock::now();
+    auto args2 = parse_extender_args_fast(body);
+    std::string error;
+    std::string scores = to_json_text(service.prioritize(args2.value(), &error));
+    benchmark::DoNotOptimize(scores);
+    const auto t2 = std::chrono::steady_clock::now();
+    filter_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    prioritize_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    pair_ms.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
+  }
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+  };
+  state.counters["filter_p50_ms"] = quantile(filter_ms, 0.5);
+  state.counters["filter_p99_ms"] = quantile(filter_ms, 0.99);
+  state.counters["prioritize_p50_ms"] = quantile(prioritize_ms, 0.5);
+  state.counters["prioritize_p99_ms"] = quantile(prioritize_ms, 0.99);
+  state.counters["pair_p50_ms"] = quantile(pair_ms, 0.5);
+  state.counters["pair_p99_ms"] = quantile(pair_ms, 0.99);
+}
+
 // A /metrics scrape at scale: the snapshot under the service lock plus its
 // rendering. Arg 1: per-node and per-GPU series kept (metrics_max_nodes
 // above the node count, as before the limit), 0: the default limit.
@@ -301,6 +354,7 @@ BENCHMARK(BM_Stage_WholeFilterRequest)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_SetCluster)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_PodUpdate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Stage_SetClusterAtScale)->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Stage_NodeNamesAtScale)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_MetricsAtScale)->Args({100000, 0})->Args({100000, 1})->Unit(benchmark::kMillisecond);
 
 void BM_ExtenderLoad_NodeNames(benchmark::State& state) { run_load(state, true); }

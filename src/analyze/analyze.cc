@@ -40,10 +40,11 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
   // The same ledger `gpupack serve` keeps: every running pod charged,
   // whoever scheduled it.
   std::vector<NodeSpec> specs;
-  std::unordered_map<std::string, int> node_index;
+  NameIndex node_index;
+  node_index.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     specs.push_back(model_node(nodes[i]));
-    node_index[nodes[i].spec.name] = static_cast<int>(i);
+    node_index.assign(nodes[i].spec.name, static_cast<int>(i));
   }
   ClusterState state(std::move(specs));
   ChargeResult charged = charge_running_pods(state, nodes, node_index, pods);

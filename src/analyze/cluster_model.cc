@@ -38,20 +38,19 @@ std::string chosen_gpus_note(const K8sPod& pod, const std::string& why) {
   return fmt::format("{}: {} (charged on GPUs gpupack chose)", pod.key(), why);
 }
 
-bool charge_fits(const ClusterState& state, const std::vector<K8sNode>& nodes,
-                 const std::unordered_map<std::string, int>& node_index, const K8sPod& pod) {
-  auto it = node_index.find(pod.node_name);
-  if (it == node_index.end()) return false;
-  const NodeId n{it->second};
-  const K8sNode& node = nodes[static_cast<size_t>(it->second)];
+bool charge_fits(const ClusterState& state, const std::vector<K8sNode>& nodes, const NameIndex& node_index,
+                 const K8sPod& pod) {
+  const int i = node_index.find(pod.node_name);
+  if (i < 0) return false;
+  const NodeId n{i};
+  const K8sNode& node = nodes[static_cast<size_t>(i)];
   const Request req = model_request(pod, node);
   const HeldGpus held = held_gpus(pod, node, req);
   if (charged_on_chosen_gpus(state, n, req, held)) return choose_placement(state, n, req).ok();
   return state.check_fit(req, held_assignment(state, n, req, held.gpu_mask)).is_ok();
 }
 
-ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
-                                 const std::unordered_map<std::string, int>& node_index,
+ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes, const NameIndex& node_index,
                                  const std::vector<K8sPod>& pods, std::span<const uint8_t> skip,
                                  const GpuChooser& choose) {
   std::vector<std::pair<PodId, const K8sPod*>> listed;
@@ -61,8 +60,7 @@ ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>
   return charge_pods(state, nodes, node_index, listed, choose);
 }
 
-ChargeResult charge_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
-                         const std::unordered_map<std::string, int>& node_index,
+ChargeResult charge_pods(ClusterState& state, const std::vector<K8sNode>& nodes, const NameIndex& node_index,
                          std::span<const std::pair<PodId, const K8sPod*>> pods, const GpuChooser& choose) {
   ChargeResult out;
   // (pod, node) charged in the second pass, in list order: pods whose GPU ids
@@ -79,18 +77,18 @@ ChargeResult charge_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
     const K8sPod& pod = *pod_ptr;
     if (pod.node_name.empty() || pod.terminal()) continue;
     if (state.is_bound(id)) continue;
-    auto it = node_index.find(pod.node_name);
-    if (it == node_index.end()) {
+    const int node_at = node_index.find(pod.node_name);
+    if (node_at < 0) {
       conflict(pod, fmt::format("node {} is not in the node list", pod.node_name));
       continue;
     }
-    const K8sNode& node = nodes[static_cast<size_t>(it->second)];
-    const NodeId n{it->second};
+    const K8sNode& node = nodes[static_cast<size_t>(node_at)];
+    const NodeId n{node_at};
     const Request req = model_request(pod, node);
     const HeldGpus held = held_gpus(pod, node, req);
     if (charged_on_chosen_gpus(state, n, req, held)) {
       if (!held.why.empty()) out.messages.push_back(chosen_gpus_note(pod, held.why));
-      unknown.emplace_back(i, it->second);
+      unknown.emplace_back(i, node_at);
       continue;
     }
     const Status st = state.bind(id, req, held_assignment(state, n, req, held.gpu_mask));
@@ -118,20 +116,19 @@ ChargeResult charge_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
   return out;
 }
 
-std::optional<Request> workload_request(const K8sPod& pod, const std::unordered_map<std::string, int>& node_index,
+std::optional<Request> workload_request(const K8sPod& pod, const NameIndex& node_index,
                                         const std::vector<K8sNode>& nodes) {
   if (pod.request.is_gpu()) return pod.request;
   // A pod without GPUs competes for GPU nodes' CPU while it is pending or
   // when it runs on one (FGD's CPU-only classes); elsewhere it does not.
   if (!pod.node_name.empty()) {
-    auto it = node_index.find(pod.node_name);
-    if (it == node_index.end() || nodes[static_cast<size_t>(it->second)].spec.gpu_count == 0) return std::nullopt;
+    const int i = node_index.find(pod.node_name);
+    if (i < 0 || nodes[static_cast<size_t>(i)].spec.gpu_count == 0) return std::nullopt;
   }
   return pod.request;
 }
 
-std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods,
-                                                  const std::unordered_map<std::string, int>& node_index,
+std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods, const NameIndex& node_index,
                                                   const std::vector<K8sNode>& nodes) {
   WorkloadTally tally;
   for (size_t i = 0; i < pods.size(); ++i)

@@ -46,7 +46,6 @@
 #include <span>
 #include <string>
 #include <tuple>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -54,6 +53,7 @@
 #include "io/kubectl.h"
 #include "model/cluster_state.h"
 #include "policy/gpu_choice.h"
+#include "util/name_index.h"
 
 namespace gpupack {
 
@@ -66,15 +66,13 @@ struct ChargeResult {
 // Chooses the GPUs of a pod on a given node (default: choose_placement).
 using GpuChooser = std::function<Placement(const ClusterState&, NodeId, const Request&)>;
 
-ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
-                                 const std::unordered_map<std::string, int>& node_index,
+ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes, const NameIndex& node_index,
                                  const std::vector<K8sPod>& pods, std::span<const uint8_t> skip = {},
                                  const GpuChooser& choose = {});
 
 // The same for the listed (id, pod) pairs only, in that order (a watch
 // event's pods charged into a model that holds the others).
-ChargeResult charge_pods(ClusterState& state, const std::vector<K8sNode>& nodes,
-                         const std::unordered_map<std::string, int>& node_index,
+ChargeResult charge_pods(ClusterState& state, const std::vector<K8sNode>& nodes, const NameIndex& node_index,
                          std::span<const std::pair<PodId, const K8sPod*>> pods, const GpuChooser& choose = {});
 
 // The message for a pod charged on GPUs gpupack chose because its
@@ -83,11 +81,10 @@ std::string chosen_gpus_note(const K8sPod& pod, const std::string& why);
 
 // Would charge_pods() charge `pod` (bound, on a node in `nodes`) now without
 // a conflict? No change to `state`.
-bool charge_fits(const ClusterState& state, const std::vector<K8sNode>& nodes,
-                 const std::unordered_map<std::string, int>& node_index, const K8sPod& pod);
+bool charge_fits(const ClusterState& state, const std::vector<K8sNode>& nodes, const NameIndex& node_index,
+                 const K8sPod& pod);
 
-std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods,
-                                                  const std::unordered_map<std::string, int>& node_index,
+std::shared_ptr<TargetWorkload> expected_workload(const std::vector<const K8sPod*>& pods, const NameIndex& node_index,
                                                   const std::vector<K8sNode>& nodes);
 // The FGD target kept pod by pod (serve's watch events): add() and remove()
 // a pod's contribution (workload_request()) under a sequence number; target()
@@ -113,7 +110,7 @@ class WorkloadTally {
 
 // What `pod` adds to the FGD target: its request when it asks for GPUs, or
 // asks for none and is pending or runs on a node with GPUs; nullopt else.
-std::optional<Request> workload_request(const K8sPod& pod, const std::unordered_map<std::string, int>& node_index,
+std::optional<Request> workload_request(const K8sPod& pod, const NameIndex& node_index,
                                         const std::vector<K8sNode>& nodes);
 
 std::vector<Request> probe_requests(const std::vector<K8sNode>& nodes, const std::vector<const K8sPod*>& pending,

@@ -29,10 +29,11 @@ std::string held_reason(const K8sPod& pod, const LiveDefragOptions& options) {
 LiveDefragInput live_defrag_input(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
                                   const std::vector<K8sPdb>& pdbs, const LiveDefragOptions& options) {
   std::vector<NodeSpec> specs;
-  std::unordered_map<std::string, int> node_index;
+  NameIndex node_index;
+  node_index.reserve(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     specs.push_back(model_node(nodes[i]));
-    node_index[nodes[i].spec.name] = static_cast<int>(i);
+    node_index.assign(nodes[i].spec.name, static_cast<int>(i));
   }
   LiveDefragInput in{Snapshot{ClusterState(std::move(specs)), {}, {}, {}}, {}, {}, {}};
   Snapshot& snap = in.snapshot;

@@ -226,7 +226,8 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   const auto now = carried.now;
   nodes_ = std::move(nodes);
   node_index_.clear();
-  for (size_t i = 0; i < nodes_.size(); ++i) node_index_[nodes_[i].spec.name] = static_cast<int>(i);
+  node_index_.reserve(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) node_index_.assign(nodes_[i].spec.name, static_cast<int>(i));
   recent_names_.clear();
   recent_index_.clear();
   pods_.clear();
@@ -366,10 +367,10 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
     auto c = carried.chosen.find(kept[i].key());
     if (c == carried.chosen.end() || kept[i].node_name != c->second.node) continue;
     if (kept[i].uid != c->second.uid) continue;
-    auto n = node_index_.find(kept[i].node_name);
-    if (n == node_index_.end()) continue;
+    const int n = node_index_.find(kept[i].node_name);
+    if (n < 0) continue;
     // Unless the pod now names its GPUs (an unusable annotation does not).
-    const K8sNode& node = nodes_[static_cast<size_t>(n->second)];
+    const K8sNode& node = nodes_[static_cast<size_t>(n)];
     const Request req = model_request(kept[i], node);
     const HeldGpus held = held_gpus(kept[i], node, req);
     if (req != c->second.request || held.kind == HeldGpus::Kind::kKnown) continue;
@@ -412,7 +413,7 @@ void ExtenderService::load_locked(std::vector<K8sNode> nodes, std::vector<K8sPod
   conflicts_on_node_.clear();
   for (size_t i = 0; i < kept.size(); ++i)
     if (!kept[i].node_name.empty() && !kept[i].terminal() && !state_->is_bound(PodId{static_cast<int32_t>(i)}))
-      if (auto n = node_index_.find(kept[i].node_name); n != node_index_.end()) ++conflicts_on_node_[n->second];
+      if (const int n = node_index_.find(kept[i].node_name); n >= 0) ++conflicts_on_node_[n];
   for (size_t i = 0; i < kept.size(); ++i) {
     PodEntry& e = pods_[i];
     const PodId pid{static_cast<int32_t>(i)};
@@ -452,9 +453,9 @@ std::optional<ExtenderService::ChangeAct> ExtenderService::classify_change_locke
     return std::nullopt;
   if (inflight_.count(c.key)) return std::nullopt;
   auto chargeable = [&](const K8sPod& p) {
-    auto n = node_index_.find(p.node_name);
-    if (n == node_index_.end() || conflicts_on_node_.count(n->second)) return false;  // the rebuild names the conflict
-    for (int r : reservation_ids_)  // placeholders are charged after every pod
+    const int n = node_index_.find(p.node_name);
+    if (n < 0 || conflicts_on_node_.count(n)) return false;  // the rebuild names the conflict
+    for (int r : reservation_ids_)                           // placeholders are charged after every pod
       if (pods_[static_cast<size_t>(r)].pod.node_name == p.node_name) return false;
     // A conflict is the rebuild's to judge: it charges the pods naming their
     // GPUs first, in list order, whatever order they came in.
@@ -678,10 +679,7 @@ int ExtenderService::candidate_index_locked(const std::string& name, size_t k) {
   return i;
 }
 
-int ExtenderService::node_index_locked(const std::string& name) const {
-  auto it = node_index_.find(name);
-  return it == node_index_.end() ? -1 : it->second;
-}
+int ExtenderService::node_index_locked(const std::string& name) const { return node_index_.find(name); }
 
 int ExtenderService::add_node_locked(const nlohmann::json& object, std::string* error) {
   if (!options_.accept_request_nodes) {
@@ -694,7 +692,7 @@ int ExtenderService::add_node_locked(const nlohmann::json& object, std::string* 
     K8sNode node = parse_node(object);
     (void)model_node(node);
     const int idx = static_cast<int>(nodes_.size());
-    node_index_[node.spec.name] = idx;
+    node_index_.assign(node.spec.name, idx);
     recent_names_.clear();
     recent_index_.clear();
     nodes_.push_back(std::move(node));
@@ -890,11 +888,16 @@ std::vector<int> ExtenderService::resolve_candidates_locked(const ExtenderArgs& 
       idx.push_back(i);
     }
   } else if (args.node_names) {
-    names.reserve(args.node_names->size());
-    size_t unknown = 0;
-    for (size_t k = 0; k < args.node_names->size(); ++k) {
-      const std::string& name = (*args.node_names)[k];
-      const int i = candidate_index_locked(name, k);
+    const std::vector<std::string>& list = *args.node_names;
+    names.reserve(list.size());
+    idx.resize(list.size());
+    // One batch: the table's memory latency overlaps across names (a
+    // 5,000-name window new to the table was most of a filter's time).
+    node_index_.find_many(list, idx);
+    size_t unknown = 0, kept = 0;
+    for (size_t k = 0; k < list.size(); ++k) {
+      const std::string& name = list[k];
+      const int i = idx[k];
       if (i < 0) {
         // Named with a short reason, the first kMaxUnknownListed only: the
         // reply stays small whatever a caller sends (a node left out of
@@ -903,8 +906,9 @@ std::vector<int> ExtenderService::resolve_candidates_locked(const ExtenderArgs& 
         continue;
       }
       names.push_back(name);
-      idx.push_back(i);
+      idx[kept++] = i;
     }
+    idx.resize(kept);
   }
   if (added) rebuild_state_locked();
   return idx;

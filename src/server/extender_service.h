@@ -112,6 +112,7 @@
 #include "policy/policy.h"
 #include "sched/scheduler.h"
 #include "server/extender_wire.h"
+#include "util/name_index.h"
 
 namespace gpupack {
 
@@ -414,7 +415,7 @@ class ExtenderService {
   WorkloadTally tally_;    // the pods target_ was made from
   uint64_t next_seq_ = 0;  // tally sequence number of the next pod counted
   std::vector<K8sNode> nodes_;
-  std::unordered_map<std::string, int> node_index_;
+  NameIndex node_index_;                                // node name -> index in nodes_
   static constexpr size_t kRecentCandidates = 1 << 18;  // positions remembered (bounded memory)
   std::vector<std::string> recent_names_;               // candidate name last seen at each position
   std::vector<int> recent_index_;                       // and its node index
