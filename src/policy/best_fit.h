@@ -15,6 +15,7 @@ class BestFitPolicy final : public Policy {
  public:
   std::string_view name() const override { return "bestfit"; }
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
+  bool parallel_score() const override { return true; }  // no state
   bool normalizes_scores() const override { return true; }
 };
 

@@ -66,6 +66,8 @@ class CapFragPolicy final : public Policy {
   std::string_view name() const override { return name_; }
   void prepare(const ClusterState& state, const Request& req) override;
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
+  // score() writes only the scored node's cache entries.
+  bool parallel_score() const override { return true; }
 
   // S(n) of a node now, in weight x milli (for tests).
   int64_t node_stranded(const ClusterState& state, NodeId node) const;

@@ -13,6 +13,7 @@ class DotProductPolicy final : public Policy {
  public:
   std::string_view name() const override { return "dotprod"; }
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
+  bool parallel_score() const override { return true; }  // no state
 };
 
 }  // namespace gpupack

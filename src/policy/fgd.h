@@ -34,6 +34,8 @@ class FgdPolicy final : public Policy {
   std::string_view name() const override { return "fgd"; }
   void prepare(const ClusterState& state, const Request& req) override;
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
+  // score() writes only the scored node's cache entries.
+  bool parallel_score() const override { return true; }
 
   // Uncached evaluation (exposed for tests and for other planners).
   NodeScore evaluate(const ClusterState& state, NodeId node, const Request& req) const;

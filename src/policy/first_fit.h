@@ -10,6 +10,7 @@ class FirstFitPolicy final : public Policy {
  public:
   std::string_view name() const override { return "firstfit"; }
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
+  bool parallel_score() const override { return true; }  // no state
 };
 
 }  // namespace gpupack

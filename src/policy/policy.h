@@ -13,6 +13,8 @@
 //   then scores one node per class of identical nodes, and keeps a class's
 //   score across decisions while the class lives (its class index). A
 //   policy drawing random numbers says false.
+// - parallel_score() (default false) lets the scheduler score distinct
+//   nodes of one decision on several threads.
 // Ties between nodes are broken by the scheduler (lowest node rank), never by
 // a policy. A policy object serves one ClusterState at a time and is not
 // thread-safe; policies may cache per-node results keyed by
@@ -41,6 +43,10 @@ class Policy {
   virtual NodeScore score(const ClusterState& state, NodeId node, const Request& req) = 0;
   virtual bool normalizes_scores() const { return false; }
   virtual bool scores_by_state() const { return true; }
+  // True when, after prepare(), score() may be called from several threads
+  // at once for distinct nodes (per-node caches only; Scheduler's parallel
+  // scoring). prepare() itself is never concurrent.
+  virtual bool parallel_score() const { return false; }
 };
 
 }  // namespace gpupack

@@ -14,6 +14,7 @@ class SpreadPolicy final : public Policy {
  public:
   std::string_view name() const override { return "spread"; }
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
+  bool parallel_score() const override { return true; }  // no state
 };
 
 }  // namespace gpupack

@@ -35,6 +35,16 @@
 // decision costs about the changes since then, not the classes. The decision
 // (node, GPUs, score, feasible count) is the walk's.
 // set_use_class_index(false) walks the classes instead.
+// Parallel scoring: with set_work_pool() (util/work_pool.h, more than one
+// lane) and a policy whose score() may run concurrently on distinct nodes
+// (Policy::parallel_score), a walk that meets at least
+// kParallelMinDistinct distinct nodes or classes (a policy not scoring by
+// state, a hardware request, a class walk, a candidate list of many
+// classes) is split into contiguous ranges scored on the pool's lanes;
+// each range keeps its own winner, feasible count and scored list, and they
+// are merged in range order by the same (score, rank, index) order, so the
+// decision, the scores and their order are those of the one-thread walk.
+// A candidate list naming a node twice is walked on one thread.
 // evaluate() is decide() over `candidates` (empty = every node, in index
 // order; the mask still applies) that can also report every feasible
 // candidate's final score (after min-max normalisation when the policy asks
@@ -42,6 +52,7 @@
 // evaluated twice.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <span>
@@ -52,6 +63,7 @@
 #include "policy/gpu_choice.h"
 #include "policy/policy.h"
 #include "sched/class_index.h"
+#include "util/work_pool.h"
 
 namespace gpupack {
 
@@ -85,6 +97,14 @@ class Scheduler {
   // When off, decisions by class walk every class instead of reading the
   // per-shape class index (differential tests, benchmarks).
   void set_use_class_index(bool on) { use_index_ = on; }
+  // Not owned; nullptr (the default) scores on the calling thread only.
+  void set_work_pool(WorkPool* pool) { pool_ = pool; }
+  // The fewest distinct nodes or classes a walk needs to go parallel (below
+  // it the threads' wake-up costs more than they save; tests lower it).
+  static constexpr int kParallelMinDistinct = 2048;
+  void set_parallel_min_distinct(int n) { parallel_min_ = std::max(1, n); }
+  // Walks split across the pool so far (tests, benchmarks).
+  uint64_t parallel_walks() const { return parallel_walks_; }
   Decision schedule(ClusterState& state, PodId pod, const Request& req);
   Policy& policy() { return policy_; }
   std::span<const int64_t> node_rank() const { return node_rank_; }
@@ -127,8 +147,34 @@ class Scheduler {
     NodeScore score;
     Assignment assignment;
   };
-  std::vector<ClassMemo> memo_;
-  uint64_t memo_generation_ = 0;
+  // What one thread of a walk writes: the hardware placement of the node
+  // being filtered and its class memo (lane 0 serves the one-thread walk).
+  // Cache-line aligned: lanes write `hw` for every node they filter.
+  struct alignas(64) Lane {
+    Assignment hw;
+    std::vector<ClassMemo> memo;
+    uint64_t memo_generation = 0;
+  };
+  // One range of a walk: its winner, feasible count and scored nodes.
+  struct Part {
+    bool placed = false;
+    int64_t score = 0, rank = 0;
+    Assignment assignment;
+    int64_t feasible = 0;
+    int64_t lo = 0, hi = 0;
+    std::vector<ScoredNode> list;
+  };
+  // Part `p` takes (score, rank, node) if it ranks above its winner.
+  static void consider(Part& p, int64_t score, int64_t rank, const Assignment& a);
+  bool distinct_candidates(const ClusterState& state, std::span<const NodeId> candidates, bool by_class_memo);
+  std::vector<Lane> lanes_{1};
+  std::vector<Part> parts_;
+  std::vector<uint32_t> seen_;        // per node: stamp of the last duplicate check
+  std::vector<uint32_t> class_seen_;  // per class: the same stamp
+  uint32_t seen_stamp_ = 0;
+  WorkPool* pool_ = nullptr;
+  int parallel_min_ = kParallelMinDistinct;
+  uint64_t parallel_walks_ = 0;
   // The state and tie order for which the rank was found equal (or not).
   const ClusterState* order_checked_for_ = nullptr;
   uint64_t order_checked_stamp_ = 0;
