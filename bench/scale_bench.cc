@@ -6,12 +6,16 @@
 //
 //   scale_bench [--sizes 1000,10000,100000] [--policies fgd,bestfit,...]
 //               [--seed 42] [--walk] [--class-walk] [--max-arrivals N]
+//               [--score-threads N]
 //
 // --walk also runs each case with the full walk over the nodes (node
 // classes off) on the same arrivals and checks that every decision is the
 // same; --class-walk does the same with node classes walked one by one (the
 // per-shape class index off); --max-arrivals caps the arrivals (for the
-// walks at 100,000 nodes).
+// walks at 100,000 nodes); --score-threads N (with --walk) runs the full
+// walk once more with parallel scoring on N threads (Scheduler::
+// set_work_pool), checks every decision is the same, and reports the
+// one-thread walk's time over the parallel walk's (par_x).
 // Flags of Google Benchmark (bench/run.sh passes them) are ignored; without
 // --sizes it runs 1,000 and 10,000 nodes.
 #include <sys/resource.h>
@@ -29,6 +33,7 @@
 #include "sim/random.h"
 #include "sim/static_experiment.h"
 #include "sim/synthetic.h"
+#include "util/work_pool.h"
 
 namespace gpupack {
 namespace {
@@ -56,7 +61,7 @@ struct CaseResult {
 
 CaseResult run_case(const std::vector<NodeSpec>& nodes, const std::vector<Request>& arrivals,
                     const std::shared_ptr<const TargetWorkload>& target, const std::string& policy_name, uint64_t seed,
-                    bool by_class, bool class_index = true) {
+                    bool by_class, bool class_index = true, WorkPool* pool = nullptr) {
   CaseResult r;
   auto policy = make_policy(policy_name, {seed, target});
   const auto t0 = std::chrono::steady_clock::now();
@@ -68,6 +73,7 @@ CaseResult run_case(const std::vector<NodeSpec>& nodes, const std::vector<Reques
   scheduler.set_explain_failures(false);
   scheduler.set_use_node_classes(by_class);
   scheduler.set_use_class_index(class_index);
+  scheduler.set_work_pool(pool);
   std::vector<double> us;
   us.reserve(arrivals.size());
   r.placements.reserve(arrivals.size());
@@ -98,6 +104,7 @@ int run(int argc, char** argv) {
   uint64_t seed = 42;
   bool walk = false, class_walk = false;
   size_t max_arrivals = 0;
+  int score_threads = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -118,13 +125,18 @@ int run(int argc, char** argv) {
       class_walk = true;
     } else if (a == "--max-arrivals") {
       max_arrivals = std::stoull(value());
+    } else if (a == "--score-threads") {
+      score_threads = std::stoi(value());
     } else {
       throw std::invalid_argument("unknown argument " + a);
     }
   }
   if (policies.empty()) policies = policy_names();
-  std::printf("%-8s %-14s %9s %8s %10s %12s %9s %9s %9s %8s %8s %7s %7s\n", "nodes", "policy", "arrivals", "build_s",
-              "run_s", "decisions/s", "p50_us", "p99_us", "peak_MiB", "classes", "feasible", "walk_x", "cwalk_x");
+  if (score_threads > 0 && !walk) throw std::invalid_argument("--score-threads needs --walk");
+  std::unique_ptr<WorkPool> pool = score_threads > 1 ? std::make_unique<WorkPool>(score_threads) : nullptr;
+  std::printf("%-8s %-14s %9s %8s %10s %12s %9s %9s %9s %8s %8s %7s %7s %7s\n", "nodes", "policy", "arrivals",
+              "build_s", "run_s", "decisions/s", "p50_us", "p99_us", "peak_MiB", "classes", "feasible", "walk_x",
+              "cwalk_x", "par_x");
   for (int n : sizes) {
     SyntheticOptions opt;
     opt.node_count = n;
@@ -141,7 +153,7 @@ int run(int argc, char** argv) {
         std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(trace.requests, trace.model_keys));
     for (const std::string& p : policies) {
       const CaseResult r = run_case(nodes, arrivals, target, p, seed, true);
-      std::string walk_x = "-";
+      std::string walk_x = "-", par_x = "-";
       if (walk) {
         const CaseResult w = run_case(nodes, arrivals, target, p, seed, false);
         if (w.placements != r.placements) {
@@ -152,6 +164,16 @@ int run(int argc, char** argv) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.1f", w.run_s / r.run_s);
         walk_x = buf;
+        if (pool) {
+          const CaseResult par = run_case(nodes, arrivals, target, p, seed, false, true, pool.get());
+          if (par.placements != w.placements) {
+            std::fprintf(stderr, "scale_bench: %s at %d nodes: parallel scoring and the walk decide differently\n",
+                         p.c_str(), n);
+            return 1;
+          }
+          std::snprintf(buf, sizeof buf, "%.2f", w.run_s / par.run_s);
+          par_x = buf;
+        }
       }
       std::string class_walk_x = "-";
       if (class_walk) {
@@ -165,9 +187,10 @@ int run(int argc, char** argv) {
         std::snprintf(buf, sizeof buf, "%.1f", w.run_s / r.run_s);
         class_walk_x = buf;
       }
-      std::printf("%-8d %-14s %9zu %8.3f %10.2f %12.0f %9.1f %9.1f %9.0f %8zu %7.1f%% %7s %7s\n", n, p.c_str(),
+      std::printf("%-8d %-14s %9zu %8.3f %10.2f %12.0f %9.1f %9.1f %9.0f %8zu %7.1f%% %7s %7s %7s\n", n, p.c_str(),
                   r.decisions, r.build_s, r.run_s, static_cast<double>(r.decisions) / r.run_s, r.p50_us, r.p99_us,
-                  peak_rss_mib(), r.classes, 100.0 * r.feasible_share, walk_x.c_str(), class_walk_x.c_str());
+                  peak_rss_mib(), r.classes, 100.0 * r.feasible_share, walk_x.c_str(), class_walk_x.c_str(),
+                  par_x.c_str());
       std::fflush(stdout);
     }
   }

@@ -61,6 +61,7 @@ struct ServeFlags {
   double gang_timeout_s = 20;
   double gang_bind_wait_s = 8;
   int metrics_max_nodes = 5000;
+  int score_threads = 1;
   double restart_grace_s = 5;
   std::vector<std::string> topology_labels;
   std::string pod_groups;
@@ -152,6 +153,7 @@ void run_serve(const ServeFlags& f) {
   so.topology_labels = f.topology_labels;
   so.gang_bind_wait = std::chrono::milliseconds(static_cast<int64_t>(f.gang_bind_wait_s * 1000));
   so.metrics_max_nodes = f.metrics_max_nodes;
+  so.score_threads = f.score_threads;
   for (const std::string& n : f.scheduler_names)
     if (n != "*") so.scheduler_names.insert(n);
   if (std::find(f.scheduler_names.begin(), f.scheduler_names.end(), "*") != f.scheduler_names.end())
@@ -425,6 +427,11 @@ void add_serve_command(CLI::App& app) {
                   "(pool and cluster series always)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--score-threads", flags->score_threads,
+                  "threads scoring one request's nodes when it has thousands of distinct ones (hardware requests, "
+                  "Nodes mode over many node classes); answers are the same for any count")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   cmd->add_option("--restart-grace", flags->restart_grace_s,
                   "API mode: seconds to wait before serving when pending pods carry gpupack's assignment (binds "
                   "of a previous process may still land)")

@@ -72,7 +72,9 @@ ExtenderService::ExtenderService(std::string policy_name, uint64_t seed)
 ExtenderService::ExtenderService(ServiceOptions options) : options_(std::move(options)) {
   target_ = expected_workload({}, {}, {});
   policy_ = make_policy(options_.policy, {options_.seed, target_});
+  if (options_.score_threads > 1) score_pool_ = std::make_unique<WorkPool>(options_.score_threads);
   scheduler_ = std::make_unique<Scheduler>(*policy_);
+  scheduler_->set_work_pool(score_pool_.get());
   state_ = std::make_unique<ClusterState>(std::vector<NodeSpec>{});
 }
 
@@ -81,6 +83,11 @@ ExtenderService::~ExtenderService() = default;
 void ExtenderService::set_binder(Binder* binder) {
   std::lock_guard lock(mu_);
   binder_ = binder;
+}
+
+uint64_t ExtenderService::parallel_walks() const {
+  std::lock_guard lock(mu_);
+  return scheduler_->parallel_walks();
 }
 
 bool ExtenderService::ready() const {
@@ -97,6 +104,7 @@ void ExtenderService::retarget_locked() {
   target_ = tally_.target();
   policy_ = make_policy(options_.policy, {options_.seed, target_});
   scheduler_ = std::make_unique<Scheduler>(*policy_);
+  scheduler_->set_work_pool(score_pool_.get());
 }
 
 GpuChooser ExtenderService::gpu_chooser_locked() {
@@ -156,6 +164,8 @@ ExtenderService::Carried ExtenderService::carry_locked() const {
 void ExtenderService::swap_model_locked(ExtenderService& other) {
   std::swap(policy_, other.policy_);
   std::swap(scheduler_, other.scheduler_);
+  scheduler_->set_work_pool(score_pool_.get());  // each service keeps its own pool
+  other.scheduler_->set_work_pool(other.score_pool_.get());
   std::swap(target_, other.target_);
   std::swap(tally_, other.tally_);
   std::swap(next_seq_, other.next_seq_);
@@ -201,7 +211,9 @@ std::vector<std::string> ExtenderService::set_cluster(std::vector<K8sNode> nodes
       carried = carry_locked();
       before = mutations_;
     }
-    ExtenderService fresh(options_);
+    ServiceOptions fresh_options = options_;
+    fresh_options.score_threads = 1;  // the load scores on this thread; the pool stays here
+    ExtenderService fresh(fresh_options);
     {
       std::lock_guard fresh_lock(fresh.mu_);
       fresh.load_locked(nodes, pods, pod_objects, carried);

@@ -205,6 +205,11 @@ struct ServiceOptions {
   // most this many nodes with GPUs (pools and totals always): at 100,000
   // nodes the per-GPU series alone were 370 MB of text per scrape.
   int metrics_max_nodes = 5000;
+  // Threads scoring one request's nodes when it has many distinct ones
+  // (sched/scheduler.h parallel scoring: hardware requests over thousands
+  // of nodes, a Nodes-mode request of thousands of node classes); 1 = the
+  // request's own thread only. Answers do not depend on it.
+  int score_threads = 1;
 };
 
 class ExtenderService {
@@ -247,6 +252,9 @@ class ExtenderService {
 
   ExtenderFilterResult filter(const ExtenderArgs& args);
   HostPriorityList prioritize(const ExtenderArgs& args, std::string* error);
+  // Decisions scored on several threads so far (ServiceOptions::score_threads;
+  // tests, benchmarks).
+  uint64_t parallel_walks() const;
   ExtenderBindingResult bind(const ExtenderBindingArgs& args);  // bind_async, waited for
   void bind_async(const ExtenderBindingArgs& args, BindDone done);
   ExtenderPreemptionResult preempt(const ExtenderPreemptionArgs& args, std::string* error);
@@ -410,6 +418,7 @@ class ExtenderService {
   mutable std::mutex mu_;
   ServiceOptions options_;
   std::unique_ptr<Policy> policy_;
+  std::unique_ptr<WorkPool> score_pool_;  // options_.score_threads > 1
   std::unique_ptr<Scheduler> scheduler_;
   std::shared_ptr<TargetWorkload> target_;
   WorkloadTally tally_;    // the pods target_ was made from

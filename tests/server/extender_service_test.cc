@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "io/kubectl.h"
 #include "server/metrics.h"
 #include "support/k8s_fixtures.h"
@@ -107,6 +109,47 @@ TEST(ExtenderService, EveryReloadIsCountedWithItsTime) {
   EXPECT_EQ(m.model_reloads, 3u);
   EXPECT_GT(m.model_reload_seconds, 0.0);
   EXPECT_LT(m.model_reload_seconds, 10.0);
+}
+
+// --score-threads: a NodeNames request over 2,100 distinct nodes is scored
+// on two threads, and filter and prioritize answer exactly as on one.
+TEST(ExtenderService, ScoreThreadsAnswerAsOneThread) {
+  std::vector<K8sNode> nodes;
+  std::vector<std::string> names;
+  for (int i = 0; i < 2100; ++i) {
+    names.push_back("n" + std::to_string(i));
+    nodes.push_back(parse_node(
+        node_json({.name = names.back(), .gpus = 1 + i % 8, .cpu = std::to_string(16 + i)})));  // all distinct
+  }
+  const json pod = pod_json({.name = "p", .cpu = "40", .gpus = 2});
+  auto answer = [&](int threads, uint64_t* walks) {
+    ServiceOptions o;
+    o.policy = "fgd";
+    o.score_threads = threads;
+    ExtenderService service(o);
+    service.set_cluster(nodes, {parse_pod(pod)}, {pod});
+    ExtenderArgs args;
+    args.pod = pod;
+    args.node_names = names;
+    const ExtenderFilterResult f = service.filter(args);
+    std::string error;
+    HostPriorityList scores = service.prioritize(args, &error);
+    EXPECT_EQ(error, "");
+    *walks = service.parallel_walks();
+    return std::make_tuple(f.node_names.value_or(std::vector<std::string>{}), f.failed_nodes,
+                           f.failed_and_unresolvable_nodes, scores);
+  };
+  uint64_t one_walks = 0, two_walks = 0;
+  const auto one = answer(1, &one_walks);
+  const auto two = answer(2, &two_walks);
+  EXPECT_EQ(one_walks, 0u);
+  EXPECT_GT(two_walks, 0u) << "the request never reached the threads";
+  EXPECT_GT(std::get<0>(one).size(), 1000u);  // nodes with 24+ cores and 2+ GPUs pass
+  EXPECT_FALSE(std::get<1>(one).empty() && std::get<2>(one).empty());
+  EXPECT_EQ(std::get<0>(one), std::get<0>(two));
+  EXPECT_EQ(std::get<1>(one), std::get<1>(two));
+  EXPECT_EQ(std::get<2>(one), std::get<2>(two));
+  EXPECT_EQ(std::get<3>(one), std::get<3>(two));
 }
 
 }  // namespace
