@@ -1337,10 +1337,15 @@ func runBench(args []string) error {
 	}
 	c.filterMs, c.priorMs, c.uniqueTop, c.prioCalls = nil, nil, 0, 0
 	spare, bindings := *bindFrom, 0
+	var pairMs []float64 // filter + prioritize of one pod, both timed calls
 	for i := 0; i < *calls; i++ {
+		nf, np := len(c.filterMs), len(c.priorMs)
 		chosen, err := c.filterThenPrioritize(pods[0], window(), byName, *full)
 		if err != nil {
 			return err
+		}
+		if len(c.filterMs) == nf+1 && len(c.priorMs) == np+1 {
+			pairMs = append(pairMs, c.filterMs[nf]+c.priorMs[np])
 		}
 		if *api != "" && *bindEvery > 0 && i%*bindEvery == 0 && spare < len(pods) && chosen != "" {
 			pod := pods[spare]
@@ -1354,6 +1359,7 @@ func runBench(args []string) error {
 	s := c.stats()
 	s["api_bindings"] = bindings
 	s["filter_max_ms"], s["prioritize_max_ms"] = quantile(c.filterMs, 1), quantile(c.priorMs, 1)
+	s["pair_p50_ms"], s["pair_p99_ms"], s["pair_max_ms"] = quantile(pairMs, 0.5), quantile(pairMs, 0.99), quantile(pairMs, 1)
 	// The floor of this machine: the same client and connection, a GET of
 	// /healthz (no body, no decision), after the pairs.
 	var health []float64
