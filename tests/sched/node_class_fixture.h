@@ -1,5 +1,6 @@
 // Runs one arrival list through a Scheduler by node class (with the per-shape
-// class index, or walking the classes) or by the full walk, and compares two
+// class index, or walking the classes) or by the full walk (optionally scored
+// in parallel on a WorkPool), and compares two
 // such runs decision for decision (the node class differential tests, unit
 // and openb).
 #pragma once
@@ -14,6 +15,7 @@
 #include "model/workload.h"
 #include "policy/registry.h"
 #include "sched/scheduler.h"
+#include "util/work_pool.h"
 
 namespace gpupack::testing {
 
@@ -24,7 +26,7 @@ struct ClassRun {
 
 inline ClassRun schedule_all(const std::vector<NodeSpec>& nodes, const Workload& w, std::span<const int32_t> order,
                              const std::string& policy_name, uint64_t seed, std::vector<int64_t> rank, bool by_class,
-                             bool class_index = true) {
+                             bool class_index = true, WorkPool* pool = nullptr) {
   auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(w.requests, w.model_keys));
   std::unique_ptr<Policy> policy = make_policy(policy_name, {seed, target});
   ClusterState state(nodes);
@@ -32,6 +34,10 @@ inline ClassRun schedule_all(const std::vector<NodeSpec>& nodes, const Workload&
   Scheduler scheduler(*policy, std::move(rank));
   scheduler.set_use_node_classes(by_class);
   scheduler.set_use_class_index(class_index);
+  if (pool != nullptr) {  // parallel scoring, on walks of any size
+    scheduler.set_work_pool(pool);
+    scheduler.set_parallel_min_distinct(1);
+  }
   ClassRun run;
   for (size_t i = 0; i < order.size(); ++i)
     run.decisions.push_back(scheduler.schedule(state, PodId{static_cast<int32_t>(i)}, w.requests[order[i]]));
