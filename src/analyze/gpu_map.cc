@@ -23,12 +23,27 @@ std::string pod_label(std::span<const std::string> names, PodId p) {
 nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& metrics,
                             std::span<const std::string> pod_names, const std::map<std::string, int>& pending_reasons) {
   using nlohmann::json;
+  // Totals from the state and the pools, which the metrics keep at any size.
+  int64_t gpu_count = 0;
+  int gpu_nodes = 0;
+  for (int n = 0; n < state.node_count(); ++n) {
+    gpu_count += state.gpu_count(NodeId{n});
+    gpu_nodes += state.gpu_count(NodeId{n}) > 0 || !state.spec(NodeId{n}).mig_devices.empty();
+  }
+  int stranded = 0;
+  for (const ClusterMetrics::Pool& p : metrics.pools) stranded += p.stranded_gpus;
   std::unordered_map<std::string_view, NodeId> node_of;
-  for (int n = 0; n < state.node_count(); ++n) node_of.emplace(state.node_name(NodeId{n}), NodeId{n});
   // Pods per GPU: (name, milli) in bind order.
   std::unordered_map<uint64_t, std::vector<std::pair<std::string, int>>> on_gpu;
   auto gpu_key = [](NodeId n, int g) { return (static_cast<uint64_t>(index(n)) << 8) | static_cast<uint64_t>(g); };
-  for (PodId p : state.bound_pods()) {
+  // Without per-node metrics (a cluster above the per-node limit) there is
+  // nothing to draw per node: only the totals.
+  std::vector<PodId> bound;
+  if (!metrics.nodes.empty()) {
+    bound = state.bound_pods();
+    for (int n = 0; n < state.node_count(); ++n) node_of.emplace(state.node_name(NodeId{n}), NodeId{n});
+  }
+  for (PodId p : bound) {
     const Assignment& a = state.assignment(p);
     for (int g = 0; g < 32; ++g) {
       if (!((a.gpu_mask >> g) & 1u)) continue;
@@ -97,15 +112,15 @@ nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& met
     pending.push_back({{"reason", reason}, {"pods", count}});
     pending_total += count;
   }
-  int stranded = 0;
-  for (const ClusterMetrics::Gpu& g : metrics.gpus) stranded += g.stranded;
   return {{"cluster",
            {{"capacity_milli", state.gpu_capacity_milli()},
             {"alloc_milli", state.gpu_used_milli()},
             {"frag_milli", metrics.cluster_fragmentation_milli},
             {"free_milli", metrics.cluster_free_milli},
-            {"gpus", metrics.gpus.size()},
+            {"gpus", gpu_count},
             {"stranded_gpus", stranded},
+            {"gpu_nodes", gpu_nodes},
+            {"nodes_omitted", gpu_nodes - static_cast<int>(nodes.size())},
             {"bound_pods", state.bound_pod_count()},
             {"pending_pods", pending_total}}},
           {"pools", std::move(pools)},
@@ -170,6 +185,8 @@ function render(d){
   let nodes=d.nodes.filter(n=>!q||n.name.includes(q)||n.model.includes(q));
   if(sort==='frag') nodes=nodes.slice().sort((a,b)=>b.frag_milli-a.frag_milli);
   if(sort==='alloc') nodes=nodes.slice().sort((a,b)=>b.alloc_milli/b.capacity_milli-a.alloc_milli/a.capacity_milli);
+  if(c.nodes_omitted>0) h+='<p class="omitted" id="nodes-omitted">'+c.nodes_omitted+' of '+c.gpu_nodes+
+    ' GPU nodes are not drawn: the cluster is above the per-node limit (serve --metrics-max-nodes).</p>';
   h+='<h2>Nodes ('+nodes.length+')</h2><div class="nodes">';
   for(const n of nodes){
     h+='<div class="node" title="'+esc(n.name+' ('+n.model+'): '+gpus(n.alloc_milli)+' of '+gpus(n.capacity_milli)+

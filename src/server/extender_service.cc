@@ -1752,6 +1752,11 @@ nlohmann::json ExtenderService::gpu_map() const {
   {
     std::lock_guard lock(mu_);
     m = metrics_locked();
+    if (m.metrics_nodes_omitted > 0) {  // totals only: no copy of the state needed
+      std::map<std::string, int> reasons;
+      for (const ServiceMetrics::Pending& p : m.pending) ++reasons[p.reason];
+      return gpu_map_json(*state_, m, {}, reasons);
+    }
     state.emplace(*state_);
     names.reserve(pods_.size());
     for (const PodEntry& e : pods_)

@@ -58,6 +58,9 @@ TEST(GpuMap, EveryGpuWithItsPodsAndTheStrandedOneMarked) {
   ASSERT_EQ(mig["mig_devices"].size(), 1u);
   EXPECT_EQ(mig["mig_devices"][0], (json{{"profile", "1g.10gb"}, {"used", 2}, {"total", 7}}));
   EXPECT_EQ(m["cluster"]["pending_pods"], 1);
+  EXPECT_EQ(m["cluster"]["gpus"], 16);
+  EXPECT_EQ(m["cluster"]["gpu_nodes"], 3);
+  EXPECT_EQ(m["cluster"]["nodes_omitted"], 0);
 }
 
 TEST(GpuMap, PagesAreSelfContainedAndEscapeTheirData) {

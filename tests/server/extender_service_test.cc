@@ -152,5 +152,33 @@ TEST(ExtenderService, ScoreThreadsAnswerAsOneThread) {
   EXPECT_EQ(std::get<3>(one), std::get<3>(two));
 }
 
+// Above the per-node limit the GPU map draws no node, and its totals (GPUs,
+// stranded GPUs) are still the cluster's, with the left-out nodes counted.
+TEST(ExtenderService, GpuMapAboveTheLimitKeepsItsTotals) {
+  auto map_with = [](int limit) {
+    ServiceOptions o;
+    o.metrics_max_nodes = limit;
+    ExtenderService service(o);
+    const json half = pod_json({.name = "half", .cpu = "1", .gpu_milli = 500, .node = "a", .assigned = "a:7@500"});
+    const json wait = pod_json({.name = "wait", .gpus = 8});  // only b fits it; a's free GPUs are stranded
+    service.set_cluster(
+        {parse_node(node_json({.name = "a", .gpus = 8})), parse_node(node_json({.name = "b", .gpus = 8})),
+         parse_node(node_json({.name = "cpu-only", .gpus = 0}))},
+        {parse_pod(half), parse_pod(wait)}, {half, wait});
+    return service.gpu_map();
+  };
+  const json whole = map_with(5), capped = map_with(1);
+  ASSERT_EQ(whole["nodes"].size(), 2u);
+  EXPECT_EQ(whole["cluster"]["nodes_omitted"], 0);
+  EXPECT_TRUE(capped["nodes"].empty());
+  EXPECT_EQ(capped["cluster"]["nodes_omitted"], 2);
+  EXPECT_EQ(capped["cluster"]["gpu_nodes"], 2);
+  for (const char* key : {"gpus", "stranded_gpus", "capacity_milli", "alloc_milli", "bound_pods", "pending_pods"})
+    EXPECT_EQ(capped["cluster"][key], whole["cluster"][key]) << key;
+  EXPECT_EQ(capped["cluster"]["gpus"], 16);
+  EXPECT_GT(capped["cluster"]["stranded_gpus"].get<int>(), 0);
+  EXPECT_EQ(capped["pools"], whole["pools"]);
+}
+
 }  // namespace
 }  // namespace gpupack
