@@ -17,6 +17,13 @@ DefragMethodFn descheduler(DeschedulerStrategy strategy) {
       };
 }
 
+DefragMethodFn frag_descheduler(FragDeschedulerRule rule) {
+  return [rule](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                const PodMoveInfos& infos, Policy& policy, std::span<const int64_t> node_rank, const PlannerOptions&) {
+    return plan_frag_descheduler(state, goal, budget, infos, policy, node_rank, rule);
+  };
+}
+
 }  // namespace
 
 // The one list of defragmentation methods.
@@ -30,6 +37,13 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
        descheduler(DeschedulerStrategy::kHighNodeUtilization)},
       {"low-node-utilization", "descheduler LowNodeUtilization: move pods off the most used nodes",
        descheduler(DeschedulerStrategy::kLowNodeUtilization)},
+      {"frag-one-pod",
+       "FGD simulator's fragOnePod: most fragmented nodes first, one pod each whose removal cuts F most",
+       frag_descheduler(FragDeschedulerRule::kFragOnePod)},
+      {"frag-multi-pod", "FGD simulator's fragMultiPod: always the most fragmented node's best pod, until the budget",
+       frag_descheduler(FragDeschedulerRule::kFragMultiPod)},
+      {"cos-sim", "FGD simulator's cosSim: CPU-full nodes with free GPU, one pod each least like the free space",
+       frag_descheduler(FragDeschedulerRule::kCosSim)},
   };
   return t;
 }

@@ -5,7 +5,9 @@
 // and tests derive from it. plan_by_method() plans with "planner"
 // (plan_defrag() with `planner`), "high-node-utilization" or
 // "low-node-utilization" (plan_descheduler() with default thresholds,
-// re-placing with `policy` and `node_rank`). It does not change `state`;
+// re-placing with `policy` and `node_rank`), or "frag-one-pod",
+// "frag-multi-pod" and "cos-sim" (plan_frag_descheduler(), the FGD
+// simulator's deschedule rules). It does not change `state`;
 // apply the plan with apply_plan(). An unknown name throws
 // std::invalid_argument listing the known ones.
 #pragma once
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "defrag/descheduler.h"
+#include "defrag/frag_descheduler.h"
 #include "defrag/planner.h"
 
 namespace gpupack {
