@@ -101,11 +101,11 @@ while IFS= read -r expr; do
   result=""
   for _ in $(seq 1 20); do
     result="$(promtool query instant "http://127.0.0.1:$pport" "$expr" 2>&1 || true)"
-    echo "$result" | grep -q ' => ' && break
+    grep -q ' => ' <<<"$result" && break
     http_post "$gport" /filter "$filter_body"
     sleep 0.5
   done
-  echo "$result" | grep -q ' => ' || { echo "dashboard query returned no data: $expr" >&2; echo "$result" >&2; exit 1; }
+  grep -q ' => ' <<<"$result" || { echo "dashboard query returned no data: $expr" >&2; echo "$result" >&2; exit 1; }
   queries=$((queries + 1))
 done < <(grep -o '"expr": "[^"]*"' "$dashboard" | sed 's/^"expr": "//; s/"$//; s/\$__rate_interval/1m/g')
 [ "$queries" -ge 10 ] || { echo "only $queries dashboard queries found in $dashboard" >&2; exit 1; }
@@ -119,7 +119,7 @@ while IFS= read -r expr; do
   [ -n "$expr" ] || continue
   open_expr="$(echo "$expr" | sed -E 's/> *[0-9.]+/>= 0/g')"
   result="$(promtool query instant "http://127.0.0.1:$pport" "$open_expr" 2>&1 || true)"
-  echo "$result" | grep -q ' => ' || { echo "alert expression returned no data: $open_expr" >&2; echo "$result" >&2; exit 1; }
+  grep -q ' => ' <<<"$result" || { echo "alert expression returned no data: $open_expr" >&2; echo "$result" >&2; exit 1; }
   alerts=$((alerts + 1))
 done < <(sed -n 's/^ *expr: //p' "$rules")
 [ "$alerts" -ge 3 ] || { echo "only $alerts alert expressions found in $rules" >&2; exit 1; }
