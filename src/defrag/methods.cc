@@ -29,10 +29,20 @@ DefragMethodFn frag_descheduler(FragDeschedulerRule rule) {
 // The one list of defragmentation methods.
 const std::vector<DefragMethodInfo>& defrag_method_table() {
   static const std::vector<DefragMethodInfo> t = {
-      {"planner", "gpupack's move planner: fewest moves that reach the goal (greedy + chains)",
+      {"planner",
+       "gpupack's move planner: fewest moves that reach the goal (greedy + chains), or consolidation rounds first "
+       "when they admit more",
        [](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
-          Policy&, std::span<const int64_t>,
-          const PlannerOptions& planner) { return plan_defrag(state, goal, budget, infos, planner); }},
+          Policy& policy, std::span<const int64_t> node_rank, const PlannerOptions& planner) {
+         DefragPlan plan = plan_defrag(state, goal, budget, infos, planner);
+         if (!planner.consolidate || goal.kind != GoalKind::kAdmitPending || goal.gang || plan.not_admitted.empty())
+           return plan;
+         DefragPlan other = plan_consolidate_first(state, goal, budget, infos, policy, node_rank, planner);
+         const double seconds = plan.plan_seconds + other.plan_seconds;
+         DefragPlan& best = other.after.admitted_gpu_milli > plan.after.admitted_gpu_milli ? other : plan;
+         best.plan_seconds = seconds;
+         return std::move(best);
+       }},
       {"high-node-utilization", "descheduler HighNodeUtilization: empty the least used nodes",
        descheduler(DeschedulerStrategy::kHighNodeUtilization)},
       {"low-node-utilization", "descheduler LowNodeUtilization: move pods off the most used nodes",

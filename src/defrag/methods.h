@@ -3,7 +3,9 @@
 // Contract: defrag_method_table() is the one list of methods (name, one-line
 // summary, planning function); help texts, `gpupack policies`, name checks
 // and tests derive from it. plan_by_method() plans with "planner"
-// (plan_defrag() with `planner`), "high-node-utilization" or
+// (plan_defrag() with `planner`; for goal admit, unless
+// `planner.consolidate` is off, plan_consolidate_first() too, keeping the
+// plan that admits more GPU milli, the first on a tie), "high-node-utilization" or
 // "low-node-utilization" (plan_descheduler() with default thresholds,
 // re-placing with `policy` and `node_rank`), or "frag-one-pod",
 // "frag-multi-pod" and "cos-sim" (plan_frag_descheduler(), the FGD
@@ -18,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "defrag/consolidate.h"
 #include "defrag/descheduler.h"
 #include "defrag/frag_descheduler.h"
 #include "defrag/planner.h"

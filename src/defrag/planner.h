@@ -47,6 +47,10 @@ struct PlannerOptions {
   int candidates_per_pod = 16;  // what-ifs tried per pending pod and pass
   double time_limit_s = 0;      // 0 = no limit
   int max_chain_tries = 300;    // what-ifs of the chained (second) search
+  // plan_by_method("planner") only: also plan consolidation first
+  // (defrag/consolidate.h) and keep what admits more; plan_defrag() itself
+  // ignores it.
+  bool consolidate = true;
 };
 
 DefragPlan plan_defrag(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
