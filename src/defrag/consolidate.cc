@@ -58,6 +58,8 @@ DefragPlan plan_consolidate_first(const ClusterState& state, const DefragGoal& g
     return g;
   };
   auto moves_left = [&] { return budget.max_moves < 0 ? -1 : budget.max_moves - plan.moves(); };
+  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto out_of_time = [&] { return options.time_limit_s > 0 && elapsed_s() >= options.time_limit_s; };
   // Keeps `more` when the whole plan stays valid.
   auto keep = [&](const DefragPlan& more) {
     DefragPlan next = joined(plan, more, infos);
@@ -70,7 +72,7 @@ DefragPlan plan_consolidate_first(const ClusterState& state, const DefragGoal& g
   };
   for (;;) {
     const int left = moves_left();
-    if (left == 0 || plan.not_admitted.empty()) break;
+    if (left == 0 || plan.not_admitted.empty() || out_of_time()) break;
     const DefragGoal g = rest_goal();
     std::optional<DefragPlan> round;
     for (int cap = kMinRoundMoves;; cap *= 2) {
@@ -81,14 +83,16 @@ DefragPlan plan_consolidate_first(const ClusterState& state, const DefragGoal& g
       const bool exhausted = candidate.moves() < b.max_moves;  // a larger cap moves nothing more
       if (candidate.after.admitted_gpu_milli > (round ? round->after.admitted_gpu_milli : 0))
         round = std::move(candidate);
-      if (exhausted || (left >= 0 && cap >= left)) break;
+      if (exhausted || (left >= 0 && cap >= left) || out_of_time()) break;
     }
     if (!round || !keep(*round)) break;
   }
-  if (!plan.not_admitted.empty() && moves_left() != 0) {
+  if (!plan.not_admitted.empty() && moves_left() != 0 && !out_of_time()) {
     DefragBudget b = budget;
     b.max_moves = moves_left();
-    const DefragPlan more = plan_defrag(s, rest_goal(), b, frozen, options);
+    PlannerOptions rest = options;
+    if (options.time_limit_s > 0) rest.time_limit_s = options.time_limit_s - elapsed_s();
+    const DefragPlan more = plan_defrag(s, rest_goal(), b, frozen, rest);
     if (!more.steps.empty()) keep(more);
   }
   plan.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

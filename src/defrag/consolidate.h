@@ -14,6 +14,9 @@
 //   the rounds. Then plan_defrag(), with `options`, plans the pods still
 //   pending with the moves left; its steps are kept when the whole plan
 //   stays valid.
+// - options.time_limit_s (> 0) bounds this plan's own search (the rounds
+//   stop, the greedy gets what is left); the planner method gives the greedy
+//   alone the same limit again.
 // - Goal admit without gang only; for any other goal it returns an empty
 //   plan (no steps, every pending pod not admitted).
 // - Every step is valid in order; `state` is not changed. O(rounds x log

@@ -46,7 +46,8 @@ TEST(Consolidate, ThePlannerAdmitsAtLeastItsGreedyAndTheBestBaseline) {
   EXPECT_GT(better, 0) << "consolidation never admitted more than the greedy";
 }
 
-// Only goal admit consolidates; with it off the method is plan_defrag().
+// Only goal admit consolidates; the time limit holds; with consolidation off
+// the method is plan_defrag().
 TEST(Consolidate, OtherGoalsAndTheSwitchKeepTheGreedy) {
   auto c = make_random_cluster(7, 8, 4, 80, 6, false);
   auto policy = make_policy("bestfit", {});
@@ -59,6 +60,13 @@ TEST(Consolidate, OtherGoalsAndTheSwitchKeepTheGreedy) {
   admit.pending = c.pending;
   PlannerOptions off;
   off.consolidate = false;
+  // A time limit already spent: no round, no greedy, still a valid plan.
+  PlannerOptions no_time;
+  no_time.time_limit_s = 1e-9;
+  const DefragPlan late = plan_consolidate_first(c.state, admit, budget, c.infos, *policy, {}, no_time);
+  EXPECT_TRUE(late.steps.empty());
+  EXPECT_EQ(late.not_admitted.size(), admit.pending.size());
+  EXPECT_TRUE(validate_plan(c.state, late, admit, budget, c.infos).empty());
   const DefragPlan a = plan_by_method("planner", c.state, admit, budget, c.infos, *policy, {}, off);
   const DefragPlan b = plan_defrag(c.state, admit, budget, c.infos, off);
   ASSERT_EQ(a.steps.size(), b.steps.size());
