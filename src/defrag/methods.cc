@@ -35,7 +35,10 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
        [](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
           Policy& policy, std::span<const int64_t> node_rank, const PlannerOptions& planner) {
          DefragPlan plan = plan_defrag(state, goal, budget, infos, planner);
-         if (!planner.consolidate || goal.kind != GoalKind::kAdmitPending || goal.gang || plan.not_admitted.empty())
+         // Consolidation spends the moves it is given: only under a move cap
+         // (without one the greedy's fewest moves stand).
+         if (!planner.consolidate || budget.max_moves < 0 || goal.kind != GoalKind::kAdmitPending || goal.gang ||
+             plan.not_admitted.empty())
            return plan;
          DefragPlan other = plan_consolidate_first(state, goal, budget, infos, policy, node_rank, planner);
          const double seconds = plan.plan_seconds + other.plan_seconds;

@@ -3,7 +3,7 @@
 // Contract: defrag_method_table() is the one list of methods (name, one-line
 // summary, planning function); help texts, `gpupack policies`, name checks
 // and tests derive from it. plan_by_method() plans with "planner"
-// (plan_defrag() with `planner`; for goal admit, unless
+// (plan_defrag() with `planner`; for goal admit under a move cap, unless
 // `planner.consolidate` is off, plan_consolidate_first() too, keeping the
 // plan that admits more GPU milli, the first on a tie), "high-node-utilization" or
 // "low-node-utilization" (plan_descheduler() with default thresholds,
