@@ -23,13 +23,7 @@ std::string pod_label(std::span<const std::string> names, PodId p) {
 nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& metrics,
                             std::span<const std::string> pod_names, const std::map<std::string, int>& pending_reasons) {
   using nlohmann::json;
-  // Totals from the state and the pools, which the metrics keep at any size.
-  int64_t gpu_count = 0;
-  int gpu_nodes = 0;
-  for (int n = 0; n < state.node_count(); ++n) {
-    gpu_count += state.gpu_count(NodeId{n});
-    gpu_nodes += state.gpu_count(NodeId{n}) > 0 || !state.spec(NodeId{n}).mig_devices.empty();
-  }
+  // Totals from the metrics' counts and pools, kept at any size.
   int stranded = 0;
   for (const ClusterMetrics::Pool& p : metrics.pools) stranded += p.stranded_gpus;
   std::unordered_map<std::string_view, NodeId> node_of;
@@ -117,10 +111,10 @@ nlohmann::json gpu_map_json(const ClusterState& state, const ClusterMetrics& met
             {"alloc_milli", state.gpu_used_milli()},
             {"frag_milli", metrics.cluster_fragmentation_milli},
             {"free_milli", metrics.cluster_free_milli},
-            {"gpus", gpu_count},
+            {"gpus", metrics.gpu_total},
             {"stranded_gpus", stranded},
-            {"gpu_nodes", gpu_nodes},
-            {"nodes_omitted", gpu_nodes - static_cast<int>(nodes.size())},
+            {"gpu_nodes", metrics.gpu_nodes},
+            {"nodes_omitted", metrics.gpu_nodes - static_cast<int>(nodes.size())},
             {"bound_pods", state.bound_pod_count()},
             {"pending_pods", pending_total}}},
           {"pools", std::move(pools)},

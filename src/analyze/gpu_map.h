@@ -11,8 +11,9 @@
 //   (profile, start slice, slices, busy); MIG devices a node advertises only
 //   as counts (from Kubernetes) are per node (profile, used, total). Pools,
 //   cluster totals and pending
-//   pods by reason come from the metrics and `pending_reasons`; the GPU count
-//   from the state and stranded GPUs from the pools, so the totals hold when
+//   pods by reason come from the metrics and `pending_reasons`; the GPU and
+//   GPU-node counts from the metrics' totals and stranded GPUs from the
+//   pools, so the totals hold when
 //   the metrics have no per-node detail (cluster_metrics per_node = false):
 //   then `nodes` is empty and cluster.nodes_omitted counts the GPU nodes left
 //   out, which the page says. Pod names are

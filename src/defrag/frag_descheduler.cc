@@ -54,8 +54,8 @@ class Run {
   bool budget_full() const { return budget_.max_moves >= 0 && plan_.use.moves >= budget_.max_moves; }
 
   // The movable, not yet considered pod on `n` whose removal lowers F(n)
-  // the most; F(n) without it in `*after`.
-  std::optional<PodId> frag_victim(NodeId n, double* after) {
+  // the most.
+  std::optional<PodId> frag_victim(NodeId n) {
     const double before = frag(n);
     std::optional<PodId> best;
     double best_drop = 0;
@@ -68,7 +68,6 @@ class Run {
       if (before - f > best_drop) {
         best_drop = before - f;
         best = p;
-        *after = f;
       }
     }
     return best;
@@ -186,8 +185,7 @@ DefragPlan plan_frag_descheduler(const ClusterState& state, const DefragGoal& go
       std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
       for (const auto& [f, n] : order) {
         if (run.budget_full()) break;
-        double after = 0;
-        if (auto victim = run.frag_victim(n, &after)) run.move(*victim);
+        if (auto victim = run.frag_victim(n)) run.move(*victim);
       }
       return run.finish("frag-one-pod", start);
     }
@@ -203,8 +201,7 @@ DefragPlan plan_frag_descheduler(const ClusterState& state, const DefragGoal& go
       while (!queue.empty() && !run.budget_full()) {
         const NodeId n{queue.top().second};
         queue.pop();
-        double after = 0;
-        auto victim = run.frag_victim(n, &after);
+        auto victim = run.frag_victim(n);
         if (!victim) continue;  // drops out
         run.move(*victim);      // moved or not, the pod is not chosen again
         queue.push({run.frag(n), static_cast<int>(index(n))});

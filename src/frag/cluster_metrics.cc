@@ -35,6 +35,8 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
     const NodeSpec& spec = s.spec(n);
     const int gpus = s.gpu_count(n);
     if (gpus == 0 && spec.mig_devices.empty()) continue;
+    ++m.gpu_nodes;
+    m.gpu_total += gpus;
     const std::string& model = gpus > 0 ? cat.spec(s.gpu_model(n)).name : no_model();
     ClusterMetrics::Node nm{per_node ? std::string(s.node_name(n)) : std::string(),
                             per_node ? model : no_model(),

@@ -65,6 +65,8 @@ struct ClusterMetrics {
   int64_t cluster_free_milli = 0;
   int bound_pods = 0;
   int node_count = 0;
+  int gpu_nodes = 0;      // nodes with GPUs or MIG devices (per_node or not)
+  int64_t gpu_total = 0;  // their GPUs
 };
 
 ClusterMetrics cluster_metrics(const ClusterState& state, const TargetWorkload& target, std::span<const Request> probes,

@@ -73,8 +73,7 @@ ExtenderService::ExtenderService(ServiceOptions options) : options_(std::move(op
   target_ = expected_workload({}, {}, {});
   policy_ = make_policy(options_.policy, {options_.seed, target_});
   if (options_.score_threads > 1) score_pool_ = std::make_unique<WorkPool>(options_.score_threads);
-  scheduler_ = std::make_unique<Scheduler>(*policy_);
-  scheduler_->set_work_pool(score_pool_.get());
+  new_scheduler_locked();
   state_ = std::make_unique<ClusterState>(std::vector<NodeSpec>{});
 }
 
@@ -103,6 +102,10 @@ std::vector<std::string> ExtenderService::unattributed() const {
 void ExtenderService::retarget_locked() {
   target_ = tally_.target();
   policy_ = make_policy(options_.policy, {options_.seed, target_});
+  new_scheduler_locked();
+}
+
+void ExtenderService::new_scheduler_locked() {
   scheduler_ = std::make_unique<Scheduler>(*policy_);
   scheduler_->set_work_pool(score_pool_.get());
 }
@@ -1749,14 +1752,13 @@ nlohmann::json ExtenderService::gpu_map() const {
   ServiceMetrics m;
   std::optional<ClusterState> state;
   std::vector<std::string> names;
+  std::map<std::string, int> reasons;
   {
     std::lock_guard lock(mu_);
     m = metrics_locked();
-    if (m.metrics_nodes_omitted > 0) {  // totals only: no copy of the state needed
-      std::map<std::string, int> reasons;
-      for (const ServiceMetrics::Pending& p : m.pending) ++reasons[p.reason];
-      return gpu_map_json(*state_, m, {}, reasons);
-    }
+    for (const ServiceMetrics::Pending& p : m.pending) ++reasons[p.reason];
+    // Totals only (no node to draw): no copy of the state needed.
+    if (m.metrics_nodes_omitted > 0) return gpu_map_json(*state_, m, {}, reasons);
     state.emplace(*state_);
     names.reserve(pods_.size());
     for (const PodEntry& e : pods_)
@@ -1764,8 +1766,6 @@ nlohmann::json ExtenderService::gpu_map() const {
                                      : e.learned == Learned::kReserved ? " (reserved for its gang)"
                                                                        : ""));
   }
-  std::map<std::string, int> reasons;
-  for (const ServiceMetrics::Pending& p : m.pending) ++reasons[p.reason];
   return gpu_map_json(*state, m, names, reasons);
 }
 

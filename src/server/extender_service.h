@@ -393,6 +393,8 @@ class ExtenderService {
   // The engine's evaluation of `pod` over candidate node indices: the
   // decision and every feasible candidate's score; requests differ per node
   // only for shared replicas (one evaluate per distinct request).
+  // scheduler_ for policy_, scoring on this service's pool.
+  void new_scheduler_locked();
   Decision evaluate_locked(const K8sPod& pod, const std::vector<int>& nodes, std::vector<ScoredNode>* scored);
   Decision evaluate_groups_locked(const K8sPod& pod, const std::vector<int>& nodes, std::vector<ScoredNode>* scored);
   // Placeholders (pods_ indices, bound) of the defragmentation reservations
