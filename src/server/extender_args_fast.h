@@ -15,24 +15,47 @@
 //   up to kMaxJsonDepth, UTF-8), so malformed JSON anywhere is a WireError
 //   naming the JSON path where it was found; never throws, never crashes on
 //   any input.
-// - Two passes for a well-formed body: simdjson's DOM parser validates the
-//   whole text and gives the chosen keys and the node names, then one
-//   On-Demand pass cuts out the Pod's text and each node item's text,
-//   stepping over everything else unread. Any other body (or any
+// - A body that ends with the same bytes as the last one read quickly, from
+//   its first field after the Pod (a scheduler sends the same node list call
+//   after call, the Pod first) is read by reading its head alone: the names
+//   and item texts are the last body's (at most one body's tail is kept).
+// - Otherwise one On-Demand pass for a body of the common shape: the chosen keys, the
+//   Pod's text, each node item's name and text, the NodeNames. What it steps
+//   over is validated apart: a node item whose exact text was validated
+//   before under the same name (a process-wide memo, at most 64 MiB of
+//   texts) is known valid; a new or changed item, the Pod and every other
+//   value are validated by simdjson's DOM parser. Any other body (or any
 //   semantic error) is read by the thorough walk, which reads every value and
 //   whose answer is the reference; parse_extender_args_thorough() is that walk
 //   alone (tests and the fuzzer check that both agree).
-// - Thread-safe (parsers per thread, reused up to 8 MB bodies). Cost: one
-//   copy of the body plus two linear scans at simdjson speed.
+// - Thread-safe (parsers per thread, reused up to 8 MB bodies; the memo
+//   behind a mutex). Cost: one structural scan at simdjson speed plus a
+//   memcmp per known node item; the std::string&& form takes the body over
+//   without a copy when its capacity leaves kExtenderBodyPadding spare bytes.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 #include "server/extender_wire.h"
 
 namespace gpupack {
 
+// How bodies were read since the process started: the repeated tail, one
+// quick pass, or the thorough walk (malformed or unusual bodies).
+struct ExtenderArgsReads {
+  uint64_t repeated = 0, quick = 0, thorough = 0;
+};
+ExtenderArgsReads extender_args_reads();
+
+// Spare capacity a body needs for the reader to take it over uncopied.
+constexpr size_t kExtenderBodyPadding = 64;
+
+WireResult<ExtenderArgs> parse_extender_args_fast(std::string&& body);
 WireResult<ExtenderArgs> parse_extender_args_fast(std::string_view body);
+inline WireResult<ExtenderArgs> parse_extender_args_fast(const char* body) {
+  return parse_extender_args_fast(std::string_view(body));
+}
 WireResult<ExtenderArgs> parse_extender_args_thorough(std::string_view body);
 
 }  // namespace gpupack

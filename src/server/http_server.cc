@@ -762,7 +762,12 @@ struct HttpServer::Impl {
         c.state = State::kBody;
         c.chunk = Chunk::kSize;
         c.body_got = 0;
-        if (!c.req.chunked) c.req.body.resize(c.req.content_length);  // filled in place
+        if (!c.req.chunked) {
+          // Filled in place, with room for the JSON reader's padding (it
+          // then takes the body over without a copy).
+          c.req.body.reserve(c.req.content_length + kExtenderBodyPadding);
+          c.req.body.resize(c.req.content_length);
+        }
       }
       if (c.state == State::kBody) {
         if (!c.req.chunked) {
@@ -1038,7 +1043,9 @@ struct HttpServer::Impl {
         if (verb == "bind") {
           verbs->post([this, cp] { run_bind(cp); });
         } else {
-          verbs->post([this, cp, verb] { worker_reply(*cp, run_verb(verb, cp->req.body)); });
+          // The body is taken over (the connection's request is reset once the
+          // reply is out).
+          verbs->post([this, cp, verb] { worker_reply(*cp, run_verb(verb, std::move(cp->req.body))); });
         }
         return;
       case Route::kNone:
@@ -1060,11 +1067,11 @@ struct HttpServer::Impl {
     }
   }
 
-  Reply run_verb(const std::string& verb, const std::string& body) {
+  Reply run_verb(const std::string& verb, std::string&& body) {
     const auto t0 = Clock::now();
     Reply rep;
     std::string error;
-    rep.body = guarded([&] { return handle_verb(verb, body, &error); }, &rep.status);
+    rep.body = guarded([&] { return handle_verb(verb, std::move(body), &error); }, &rep.status);
     if (rep.status == 200 && !error.empty()) {
       rep.status = 400;
       rep.body = error_body(error);
@@ -1108,9 +1115,9 @@ struct HttpServer::Impl {
     }
   }
 
-  std::string handle_verb(const std::string& verb, const std::string& body, std::string* error) {
+  std::string handle_verb(const std::string& verb, std::string&& body, std::string* error) {
     if (verb == "filter") {
-      auto args = parse_extender_args_fast(body);
+      auto args = parse_extender_args_fast(std::move(body));
       if (!args) {
         *error = args.error().what();
         return "";
@@ -1119,7 +1126,7 @@ struct HttpServer::Impl {
       return to_json_text(service.filter(args.value()));
     }
     if (verb == "prioritize") {
-      auto args = parse_extender_args_fast(body);
+      auto args = parse_extender_args_fast(std::move(body));
       if (!args) {
         *error = args.error().what();
         return "";

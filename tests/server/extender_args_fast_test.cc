@@ -213,5 +213,101 @@ TEST(ExtenderArgsFast, SplicedFilterReplyEqualsObjectReply) {
   EXPECT_TRUE(parse_extender_filter_result(to_json_text(r2)).ok());
 }
 
+// The body as kube-scheduler's Go client writes it: the Pod first, then the
+// node list, then NodeNames.
+std::string go_body(const json& pod_object, const std::vector<std::string>& item_texts, bool names_null = true) {
+  std::string items;
+  for (const std::string& t : item_texts) items += (items.empty() ? "" : ",") + t;
+  return R"({"Pod":)" + pod_object.dump() + R"(,"Nodes":{"metadata":{},"items":[)" + items + "]}," +
+         (names_null ? R"("NodeNames":null})" : R"("NodeNames":[]})");
+}
+
+json pod_named(const std::string& name) {
+  json p = pod();
+  p["metadata"]["name"] = name;
+  return p;
+}
+
+// Both readers reject `body`, naming the same field.
+void expect_same_rejection(const std::string& body) {
+  SCOPED_TRACE(body.substr(0, 200));
+  auto fast = parse_extender_args_fast(body);
+  auto thorough = parse_extender_args_thorough(body);
+  ASSERT_FALSE(thorough.ok());
+  ASSERT_FALSE(fast.ok());
+  EXPECT_EQ(fast.error().field, thorough.error().field);
+  EXPECT_EQ(fast.error().message, thorough.error().message);
+  EXPECT_FALSE(parse_extender_args(body).ok());
+}
+
+// The same node list call after call: the head alone is read, and what the
+// tail held is the same as a whole read; a head that does not fit the tail
+// (malformed, a competing key, a second Pod) is read whole and means what
+// the reference says.
+TEST(ExtenderArgsFast, RepeatedNodeListReadsTheHeadOnly) {
+  std::vector<std::string> items;
+  for (int i = 0; i < 40; ++i) items.push_back(node("rep-" + std::to_string(i)).dump());
+  const std::string first = go_body(pod_named("p0"), items);
+  expect_same_meaning(first);
+  const ExtenderArgsReads before = extender_args_reads();
+  for (int i = 1; i <= 5; ++i) expect_same_meaning(go_body(pod_named("p" + std::to_string(i)), items));
+  // expect_same_meaning reads each body once with the fast reader.
+  EXPECT_EQ(extender_args_reads().repeated - before.repeated, 5u);
+  EXPECT_EQ(extender_args_reads().thorough, before.thorough);
+
+  const std::string tail = first.substr(first.find(R"("Nodes")"));
+  const std::string pod_text = pod_named("q").dump();
+  // Heads that do not end where a field may start, or carry malformed JSON.
+  for (const std::string& head : {R"({"Pod":)" + pod_text + R"(,"x":tru,)", R"({"Pod":)" + pod_text + R"(,"x":{)",
+                                  R"({"Pod":)" + pod_text + R"(,"x":[)", R"({"Pod":)" + pod_text + R"(,"x":")",
+                                  R"({"Pod":)" + pod_text + R"(,"x":1 2,)", R"({"Pod":)" + pod_text + R"( "x":1,)",
+                                  R"({"Pod":)" + pod_text, R"({"Pod":)" + pod_text + ",,"})
+    expect_same_rejection(head + tail);
+  // Heads that read well: other fields, a second Pod (the last one wins), keys
+  // that compete with the tail's, no Pod at all.
+  expect_same_meaning(R"({"Pod":)" + pod_text + R"(,"x":[1,{"y":null}],)" + tail);
+  expect_same_meaning(R"({ "Pod" : )" + pod_text + " , \n " + tail);
+  expect_same_meaning(R"({"Pod":)" + pod_text + R"(,"Pod":)" + pod_named("r").dump() + "," + tail);
+  expect_same_meaning(R"({"pod":)" + pod_text + R"(,"Pod":)" + pod_named("r").dump() + "," + tail);
+  expect_same_meaning(R"({"Pod":)" + pod_text + R"(,"NodeNames":["rep-1"],"nodes":null,)" + tail);
+  expect_same_meaning(R"({"Pod":)" + pod_text + R"(,"NODES":{"items":[]},)" + tail);
+  expect_same_rejection(R"({"x":1,)" + tail);
+  // A different tail is read whole, and kept for the next body.
+  expect_same_meaning(go_body(pod_named("s"), items, false));
+  const uint64_t repeated = extender_args_reads().repeated;
+  expect_same_meaning(go_body(pod_named("t"), items, false));
+  EXPECT_EQ(extender_args_reads().repeated, repeated + 1);
+}
+
+// Node items known from earlier bodies vouch only for their exact bytes:
+// a changed item under a known name is read again, malformed or not.
+TEST(ExtenderArgsFast, KnownItemsVouchOnlyForTheirExactText) {
+  const std::string a = R"({"metadata":{"name":"memo-a"},"x":1})";
+  const std::string b = R"({"metadata":{"name":"memo-b"},"x":[1,2]})";
+  // Lists that differ in what follows them, so that none is a repeated tail.
+  int variant = 0;
+  const auto body = [&variant](const std::vector<std::string>& items) {
+    ++variant;
+    return go_body(pod_named("p" + std::to_string(variant)), items, variant % 2 == 0);
+  };
+  expect_same_meaning(body({a, b}));
+  expect_same_meaning(body({b, a}));
+  expect_same_rejection(body({R"({"metadata":{"name":"memo-a"},"x":tru})", b}));
+  expect_same_rejection(body({a, R"({"metadata":{"name":"memo-b"},"x":[1 2]})"}));
+  expect_same_rejection(body({a, R"({"metadata":{"name":"memo-b"},"x":[1,2]}})"}));
+  expect_same_meaning(body({R"({"metadata":{"name":"memo-a"},"x":2})", b}));
+  // The name the reference takes when keys repeat or differ in case; the
+  // item is known by the first name as written.
+  const std::string twice = R"({"metadata":{"name":"memo-a"},"metadata":{"name":"memo-c"}})";
+  const std::string upper = R"({"Metadata":{"name":"memo-d"}})";
+  const std::string upper2 = R"({"METADATA":{"NAME":"memo-e"}})";
+  for (int round = 0; round < 2; ++round) {
+    expect_same_meaning(body({twice, upper, upper2, a}));
+    expect_same_meaning(body({upper2, twice, upper}));
+  }
+  expect_same_rejection(body({R"({"metadata":{"name":"memo-a"},"metadata":{"name":""}})"}));
+  expect_same_rejection(body({R"({"Metadata":{"name":5}})"}));
+}
+
 }  // namespace
 }  // namespace gpupack

@@ -29,6 +29,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"runtime"
 	"sort"
@@ -817,6 +819,10 @@ type client struct {
 	uniqueTop int
 	prioCalls int
 	quietGC   bool // runtime.GC() before each timed call (bench -quiet-gc)
+	// Where a filter call's time goes, as this process sees it: writing the
+	// request, waiting for the reply's first byte (the server's work), and
+	// reading the reply to its last byte.
+	filterWriteMs, filterWaitMs, filterReadMs []float64
 }
 
 func newClient(url string) *client {
@@ -839,8 +845,14 @@ func (c *client) send(verb string, args, result interface{}) (float64, error) {
 	if c.quietGC {
 		runtime.GC()
 	}
+	var wrote, first time.Time
+	trace := &httptrace.ClientTrace{
+		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+		GotFirstResponseByte: func() { first = time.Now() },
+	}
 	start := time.Now()
-	req, err := http.NewRequest("POST", c.url+"/"+verb, bytes.NewReader(out))
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST",
+		c.url+"/"+verb, bytes.NewReader(out))
 	if err != nil {
 		return 0, err
 	}
@@ -857,9 +869,15 @@ func (c *client) send(verb string, args, result interface{}) (float64, error) {
 	// request): the time is the round trip to the last reply byte, without
 	// this client's own JSON decoding.
 	body, err := io.ReadAll(resp.Body)
-	ms := float64(time.Since(start).Microseconds()) / 1000
+	end := time.Now()
+	ms := float64(end.Sub(start).Microseconds()) / 1000
 	if err != nil {
 		return 0, err
+	}
+	if verb == "filter" && !wrote.IsZero() && !first.IsZero() {
+		c.filterWriteMs = append(c.filterWriteMs, float64(wrote.Sub(start).Microseconds())/1000)
+		c.filterWaitMs = append(c.filterWaitMs, float64(first.Sub(wrote).Microseconds())/1000)
+		c.filterReadMs = append(c.filterReadMs, float64(end.Sub(first).Microseconds())/1000)
 	}
 	return ms, json.NewDecoder(bytes.NewReader(body)).Decode(result)
 }
@@ -956,6 +974,8 @@ func (c *client) stats() object {
 		"prioritize_p50_ms": quantile(c.priorMs, 0.5), "prioritize_p99_ms": quantile(c.priorMs, 0.99),
 		"bind_p50_ms": quantile(c.bindMs, 0.5), "filter_calls": len(c.filterMs),
 		"prioritize_calls": c.prioCalls, "unique_top": c.uniqueTop,
+		"filter_write_p50_ms": quantile(c.filterWriteMs, 0.5), "filter_wait_p50_ms": quantile(c.filterWaitMs, 0.5),
+		"filter_read_p50_ms": quantile(c.filterReadMs, 0.5), "filter_wait_p99_ms": quantile(c.filterWaitMs, 0.99),
 	}
 }
 
@@ -1336,6 +1356,7 @@ func runBench(args []string) error {
 		}
 	}
 	c.filterMs, c.priorMs, c.uniqueTop, c.prioCalls = nil, nil, 0, 0
+	c.filterWriteMs, c.filterWaitMs, c.filterReadMs = nil, nil, nil
 	spare, bindings := *bindFrom, 0
 	var pairMs []float64 // filter + prioritize of one pod, both timed calls
 	for i := 0; i < *calls; i++ {
