@@ -20,8 +20,13 @@ PoolFragPolicy::PoolFragPolicy(std::shared_ptr<const TargetWorkload> target)
   if (!target_) throw std::invalid_argument("poolfrag: a target workload is required");
 }
 
+bool PoolFragPolicy::pools_stale(const ClusterState& state) const {
+  return node_count_ != state.node_count() || pools_stamp_ != state.tie_order_stamp();
+}
+
 void PoolFragPolicy::refresh_pools(const ClusterState& state) {
   node_count_ = state.node_count();
+  pools_stamp_ = state.tie_order_stamp();
   std::array<double, kMaxGpuModels> cap{};
   double total = 0;
   present_ = 0;
@@ -57,12 +62,12 @@ void PoolFragPolicy::refresh_pools(const ClusterState& state) {
 }
 
 double PoolFragPolicy::pool_slack(const ClusterState& state, GpuModelId model) {
-  if (node_count_ != state.node_count()) refresh_pools(state);
+  if (pools_stale(state)) refresh_pools(state);
   return slack_[model];
 }
 
 void PoolFragPolicy::prepare(const ClusterState& state, const Request& req) {
-  if (node_count_ != state.node_count()) refresh_pools(state);
+  if (pools_stale(state)) refresh_pools(state);
   capfrag_.prepare(state, req);
   steer_ = false;
   if (capfrag_.scores_by_fgd() || req.gpu_count == 0) return;

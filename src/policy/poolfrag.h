@@ -42,6 +42,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -63,11 +64,16 @@ class PoolFragPolicy final : public Policy {
   double pool_slack(const ClusterState& state, GpuModelId model);
 
  private:
+  // The pools are a property of one ClusterState: recomputed (O(nodes +
+  // classes x models)) when the state's construction stamp
+  // (tie_order_stamp, also renewed by set_tie_order) or node count differs.
+  bool pools_stale(const ClusterState& state) const;
   void refresh_pools(const ClusterState& state);
 
   std::shared_ptr<const TargetWorkload> target_;
   CapFragPolicy capfrag_;
   int node_count_ = -1;
+  uint64_t pools_stamp_ = 0;
   ModelMask present_ = 0;
   std::array<double, kMaxGpuModels> slack_{};
   std::array<int64_t, kMaxGpuModels> key_{};  // round(1000 x slack), clamped

@@ -58,6 +58,16 @@ TEST(PoolFrag, PoolsNoConstrainedClassNeedsHaveInfiniteSlack) {
   EXPECT_TRUE(std::isinf(p.pool_slack(s, kG2)));
 }
 
+TEST(PoolFrag, RecomputesThePoolsForAnotherClusterOfTheSameSize) {
+  const auto target = target_of({one_gpu(model_bit(kT4)), one_gpu(0)});
+  PoolFragPolicy p(target);
+  const ClusterState one_t4({{"t4", 32000, 0, 1, kT4}, {"g2-a", 32000, 0, 1, kG2}, {"g2-b", 32000, 0, 1, kG2}});
+  const ClusterState two_t4({{"t4-a", 32000, 0, 1, kT4}, {"t4-b", 32000, 0, 1, kT4}, {"g2", 32000, 0, 1, kG2}});
+  EXPECT_DOUBLE_EQ(p.pool_slack(one_t4, kT4), (1.0 / 3) / 0.5);
+  EXPECT_DOUBLE_EQ(p.pool_slack(two_t4, kT4), (2.0 / 3) / 0.5);
+  EXPECT_DOUBLE_EQ(p.pool_slack(one_t4, kT4), (1.0 / 3) / 0.5);
+}
+
 // FGD's score comes first. The T4 node (1 GPU) cannot host the popular
 // 2-GPU class anyway, a G2 node (2 GPUs) could until the pod lands there:
 // FGD scores the T4 node 69 and a G2 node 37 (see fgd.h), so the pod goes to
