@@ -68,6 +68,7 @@ void BM_OpenbDefaultExperiment(benchmark::State& state, const std::string& polic
 }
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, fgd, std::string("fgd"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, capfrag, std::string("capfrag"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, poolfrag, std::string("poolfrag"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, bestfit, std::string("bestfit"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, dotprod, std::string("dotprod"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, gpupacking, std::string("gpupacking"))->Unit(benchmark::kMillisecond);
@@ -123,6 +124,7 @@ void BM_DecideHalfFullOpenb(benchmark::State& state, const std::string& policy_n
 }
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, fgd, std::string("fgd"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, capfrag, std::string("capfrag"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, poolfrag, std::string("poolfrag"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit(benchmark::kMicrosecond);
 
 // The extender's cold call: a fresh FGD policy (as after a model reload)

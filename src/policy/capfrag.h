@@ -69,6 +69,11 @@ class CapFragPolicy final : public Policy {
   // score() writes only the scored node's cache entries.
   bool parallel_score() const override { return true; }
 
+  // True when the current request (after prepare) is scored by FGD itself:
+  // not plain, or a cluster with a hardware-configured node. Otherwise the
+  // score is key1 << 31 | key2 << 10 | key3, key1 = FGD's score (0..100).
+  bool scores_by_fgd() const { return use_fallback_; }
+
   // S(n) of a node now, in weight x milli (for tests).
   int64_t node_stranded(const ClusterState& state, NodeId node) const;
 

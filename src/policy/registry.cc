@@ -11,6 +11,7 @@
 #include "policy/first_fit.h"
 #include "policy/gpu_clustering.h"
 #include "policy/gpu_packing.h"
+#include "policy/poolfrag.h"
 #include "policy/random.h"
 #include "policy/spread.h"
 
@@ -37,6 +38,8 @@ std::vector<PolicyInfo>& table() {
       {"spread", "the most free capacity left (Kubernetes LeastAllocated)", plain<SpreadPolicy>()},
       {"capfrag", "FGD, ties broken by the least growth of GPU capacity stranded by CPU and packing",
        [](const PolicyOptions& o) { return std::make_unique<CapFragPolicy>(o.target); }},
+      {"poolfrag", "capfrag, with GPU models that constrained pods need kept for them among FGD's ties",
+       [](const PolicyOptions& o) { return std::make_unique<PoolFragPolicy>(o.target); }},
   };
   return t;
 }

@@ -1,0 +1,90 @@
+#include "policy/poolfrag.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace gpupack {
+namespace {
+
+constexpr int64_t kSlackSteps = 1000;                     // key 2 per unit of slack
+constexpr int64_t kSlackKeyMax = (int64_t{1} << 20) - 1;  // infinite slack
+constexpr int kCapFragLowBits = 31;                       // capfrag: key 1 << 31 | keys 2, 3
+
+}  // namespace
+
+PoolFragPolicy::PoolFragPolicy(std::shared_ptr<const TargetWorkload> target)
+    : target_(std::move(target)), capfrag_(target_) {
+  if (!target_) throw std::invalid_argument("poolfrag: a target workload is required");
+}
+
+bool PoolFragPolicy::pools_stale(const ClusterState& state) const {
+  return node_count_ != state.node_count() || pools_stamp_ != state.tie_order_stamp();
+}
+
+void PoolFragPolicy::refresh_pools(const ClusterState& state) {
+  node_count_ = state.node_count();
+  pools_stamp_ = state.tie_order_stamp();
+  std::array<double, kMaxGpuModels> cap{};
+  double total = 0;
+  present_ = 0;
+  for (int n = 0; n < state.node_count(); ++n) {
+    const NodeId id{n};
+    if (state.gpu_count(id) == 0) continue;
+    cap[state.gpu_model(id)] += double{kGpuMilliPerGpu} * state.gpu_count(id);
+    total += double{kGpuMilliPerGpu} * state.gpu_count(id);
+    present_ |= model_bit(state.gpu_model(id));
+  }
+  double demand = 0;
+  for (const TargetClass& m : target_->classes) demand += double(m.count) * m.gpu_count * m.gpu_milli;
+  std::array<double, kMaxGpuModels> rate{};  // r_P
+  for (const TargetClass& m : target_->classes) {
+    const ModelMask mask = m.allowed_models & present_;
+    if (m.gpu_count == 0 || m.allowed_models == 0 || mask == 0 || mask == present_) continue;
+    double mask_cap = 0;
+    for (size_t q = 0; q < kMaxGpuModels; ++q)
+      if ((mask >> q) & 1u) mask_cap += cap[q];
+    const double share = double(m.count) * m.gpu_count * m.gpu_milli / demand;
+    for (size_t q = 0; q < kMaxGpuModels; ++q)
+      if ((mask >> q) & 1u) rate[q] += share * cap[q] / mask_cap;
+  }
+  for (size_t q = 0; q < kMaxGpuModels; ++q) {
+    if (cap[q] == 0) {
+      slack_[q] = 0;
+    } else {
+      slack_[q] = rate[q] > 0 ? (cap[q] / total) / rate[q] : std::numeric_limits<double>::infinity();
+    }
+    key_[q] = std::isinf(slack_[q]) ? kSlackKeyMax
+                                    : std::clamp<int64_t>(std::llround(slack_[q] * kSlackSteps), 0, kSlackKeyMax);
+  }
+}
+
+double PoolFragPolicy::pool_slack(const ClusterState& state, GpuModelId model) {
+  if (pools_stale(state)) refresh_pools(state);
+  return slack_[model];
+}
+
+void PoolFragPolicy::prepare(const ClusterState& state, const Request& req) {
+  if (pools_stale(state)) refresh_pools(state);
+  capfrag_.prepare(state, req);
+  steer_ = false;
+  if (capfrag_.scores_by_fgd() || req.gpu_count == 0) return;
+  const ModelMask mask = req.allowed_models == 0 ? present_ : req.allowed_models & present_;
+  if (std::popcount(mask) < 2) return;
+  for (size_t q = 0; q < kMaxGpuModels && !steer_; ++q)
+    steer_ = ((mask >> q) & 1u) && key_[q] != key_[std::countr_zero(mask)];
+}
+
+NodeScore PoolFragPolicy::score(const ClusterState& state, NodeId node, const Request& req) {
+  NodeScore s = capfrag_.score(state, node, req);
+  if (!steer_) return s;
+  // capfrag's score is key1 << 31 | (keys 2, 3); key 2 here goes between.
+  constexpr int64_t kLow = (int64_t{1} << kCapFragLowBits) - 1;
+  s.score = ((s.score >> kCapFragLowBits) << (kCapFragLowBits + 20)) +
+            (key_[state.gpu_model(node)] << kCapFragLowBits) + (s.score & kLow);
+  return s;
+}
+
+}  // namespace gpupack
