@@ -754,9 +754,10 @@ class QuickPass {
 // field the tail's could compete with.
 
 struct Tail {
-  std::string text;  // from a root field's key to the end of the body
+  std::shared_ptr<const std::string> body;  // the last body read quickly (kept, not copied)
+  std::string_view text;                    // its tail: from a root field's key to the end
   bool has_nodes = false, has_names = false;
-  std::vector<NodeText> items;  // views into `text`
+  std::vector<NodeText> items;  // views into `body`
   std::vector<std::string> names;
 };
 
@@ -779,6 +780,30 @@ class LastTail {
 LastTail& last_tail() {
   static LastTail tail;
   return tail;
+}
+
+// The names of `items`: an item whose text equals the last body's item at
+// the same position has its name (no lookup: a scheduler sends its nodes in
+// the same order), the others go through ReadItems.
+std::optional<std::vector<std::string>> known_in_place(const std::vector<ItemSeen>& items) {
+  const std::shared_ptr<const Tail> tail = last_tail().get();
+  const std::vector<NodeText>* last = tail ? &tail->items : nullptr;
+  std::vector<std::string> out(items.size());
+  std::vector<ItemSeen> rest;
+  std::vector<size_t> rest_at;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (last != nullptr && k < last->size() && (*last)[k].json == items[k].text) {
+      out[k] = (*last)[k].name;
+    } else {
+      rest.push_back(items[k]);
+      rest_at.push_back(k);
+    }
+  }
+  if (rest.empty()) return out;
+  std::optional<std::vector<std::string>> names = read_items().names(rest);
+  if (!names) return std::nullopt;
+  for (size_t i = 0; i < rest_at.size(); ++i) out[rest_at[i]] = std::move((*names)[i]);
+  return out;
 }
 
 // Keys that could be chosen for one of the three fields.
@@ -909,7 +934,7 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
   for (std::string_view span : q.spans)
     if (!span_valid(span)) return std::nullopt;
   if (!read_items().names(q.done_items)) return std::nullopt;
-  std::optional<std::vector<std::string>> item_names = read_items().names(q.items);
+  std::optional<std::vector<std::string>> item_names = known_in_place(q.items);
   if (!item_names) return std::nullopt;
 
   ExtenderArgs a;
@@ -924,15 +949,11 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
 
   if (tail_start != nullptr && !list_before_tail) {
     auto t = std::make_shared<Tail>();
-    t->text.assign(tail_start, static_cast<size_t>(source->data() + length - tail_start));
+    t->body = source;
+    t->text = std::string_view(tail_start, static_cast<size_t>(source->data() + length - tail_start));
     t->has_nodes = has_nodes;
     t->has_names = has_names;
-    if (has_nodes) {
-      t->items.reserve(a.node_texts->size());
-      for (const NodeText& item : *a.node_texts)
-        t->items.push_back(
-            NodeText{item.name, std::string_view(t->text.data() + (item.json.data() - tail_start), item.json.size())});
-    }
+    if (has_nodes) t->items = *a.node_texts;
     if (has_names) t->names = *a.node_names;
     last_tail().set(std::move(t));
   }

@@ -976,6 +976,8 @@ func (c *client) stats() object {
 		"prioritize_calls": c.prioCalls, "unique_top": c.uniqueTop,
 		"filter_write_p50_ms": quantile(c.filterWriteMs, 0.5), "filter_wait_p50_ms": quantile(c.filterWaitMs, 0.5),
 		"filter_read_p50_ms": quantile(c.filterReadMs, 0.5), "filter_wait_p99_ms": quantile(c.filterWaitMs, 0.99),
+		"filter_write_p99_ms": quantile(c.filterWriteMs, 0.99), "filter_read_p99_ms": quantile(c.filterReadMs, 0.99),
+		"filter_p90_ms": quantile(c.filterMs, 0.9),
 	}
 }
 
