@@ -7,29 +7,18 @@
 #include <cstdio>
 
 #include "golden/openb_fixture.h"
-#include "sim/curves.h"
-#include "sim/experiment.h"
 
 namespace gpupack::testing {
 namespace {
 
 TEST(OpenbCapFragCurves, DefaultTraceAt130IsNotBelowFgd) {
   GPUPACK_REQUIRE_SHARED(kOpenbDir + "/openb_pod_list_default.csv");
-  const OpenbTrace trace = load_openb("openb_pod_list_default");
-  ExperimentSpec spec;
-  spec.nodes = trace.nodes;
-  spec.trace = trace.pods;
-  spec.policies = {"fgd", "capfrag"};
-  for (uint64_t s = 42; s < 52; ++s) spec.seeds.push_back(s);
-  spec.tune = 1.3;
-  const auto runs = run_experiment(spec);
+  const std::vector<std::string> policies = {"fgd", "capfrag"};
+  const std::vector<Curve> means = ten_seed_mean_curves(load_openb("openb_pod_list_default"), policies);
   std::vector<double> at130;
-  size_t job = 0;
-  for (size_t p = 0; p < spec.policies.size(); ++p) {
-    std::vector<Curve> curves;
-    for (size_t s = 0; s < spec.seeds.size(); ++s) curves.push_back(bucket_curve(runs[job++]));
-    at130.push_back(mean_curve(curves).alloc_pct[130]);
-    std::printf("%-8s at 130%%: %6.2f\n", spec.policies[p].c_str(), at130.back());
+  for (size_t p = 0; p < policies.size(); ++p) {
+    at130.push_back(means[p].alloc_pct[130]);
+    std::printf("%-8s at 130%%: %6.2f\n", policies[p].c_str(), at130.back());
   }
   EXPECT_GE(at130[1], at130[0] - 0.05);
 }

@@ -9,6 +9,8 @@
 #include "io/csv.h"
 #include "io/openb.h"
 #include "model/workload.h"
+#include "sim/curves.h"
+#include "sim/experiment.h"
 #include "support/shared_data.h"
 
 namespace gpupack::testing {
@@ -26,6 +28,26 @@ inline OpenbTrace load_openb(const std::string& pod_file) {
   t.pods = to_workload(read_openb_pods(shared_path(kOpenbDir + "/" + pod_file + ".csv")));
   t.pods.sort_by_name();
   return t;
+}
+
+// The static experiment of the published curves (seeds 42..51, tune 1.3) on
+// `trace`: per policy, in the order given, the mean curve over the seeds.
+inline std::vector<Curve> ten_seed_mean_curves(const OpenbTrace& trace, const std::vector<std::string>& policies) {
+  ExperimentSpec spec;
+  spec.nodes = trace.nodes;
+  spec.trace = trace.pods;
+  spec.policies = policies;
+  for (uint64_t s = 42; s < 52; ++s) spec.seeds.push_back(s);
+  spec.tune = 1.3;
+  const auto runs = run_experiment(spec);
+  std::vector<Curve> means;
+  size_t job = 0;
+  for (size_t p = 0; p < policies.size(); ++p) {
+    std::vector<Curve> curves;
+    for (size_t s = 0; s < spec.seeds.size(); ++s) curves.push_back(bucket_curve(runs[job++]));
+    means.push_back(mean_curve(curves));
+  }
+  return means;
 }
 
 // workload -> policy name (as in the file, e.g. "FGD") -> values 0..130.

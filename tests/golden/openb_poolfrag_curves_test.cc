@@ -12,29 +12,13 @@
 #include <cstdio>
 
 #include "golden/openb_fixture.h"
-#include "sim/curves.h"
-#include "sim/experiment.h"
 
 namespace gpupack::testing {
 namespace {
 
 TEST(OpenbPoolFragCurves, Gpuspec33IsNeverBelowFgdFrom100To130) {
   GPUPACK_REQUIRE_SHARED(kOpenbDir + "/openb_pod_list_gpuspec33.csv");
-  const OpenbTrace trace = load_openb("openb_pod_list_gpuspec33");
-  ExperimentSpec spec;
-  spec.nodes = trace.nodes;
-  spec.trace = trace.pods;
-  spec.policies = {"fgd", "poolfrag"};
-  for (uint64_t s = 42; s < 52; ++s) spec.seeds.push_back(s);
-  spec.tune = 1.3;
-  const auto runs = run_experiment(spec);
-  std::vector<Curve> means;
-  size_t job = 0;
-  for (size_t p = 0; p < spec.policies.size(); ++p) {
-    std::vector<Curve> curves;
-    for (size_t s = 0; s < spec.seeds.size(); ++s) curves.push_back(bucket_curve(runs[job++]));
-    means.push_back(mean_curve(curves));
-  }
+  const std::vector<Curve> means = ten_seed_mean_curves(load_openb("openb_pod_list_gpuspec33"), {"fgd", "poolfrag"});
   double worst = 1e9;
   for (int k = 100; k <= 130; ++k) worst = std::min(worst, means[1].alloc_pct[k] - means[0].alloc_pct[k]);
   std::printf("poolfrag - fgd: worst over 100..130 %+.2f pp, at 130%% %+.2f pp\n", worst,
