@@ -643,8 +643,6 @@ ReadItems& read_items() {
 // malformed): the thorough walk takes over.
 class QuickPass {
  public:
-  explicit QuickPass(od::document& doc) : doc_(doc) {}
-
   // Steps over `v`, keeping its text to validate apart.
   bool skip(od::value v) {
     std::string_view text;
@@ -739,9 +737,6 @@ class QuickPass {
   std::vector<std::string_view> spans;  // stepped over, to validate
   std::vector<ItemSeen> items;          // the chosen Nodes.items
   std::vector<ItemSeen> done_items;     // items of keys a later one replaced
-
- private:
-  od::document& doc_;
 };
 
 // --- the repeated tail ------------------------------------------------------
@@ -830,7 +825,7 @@ std::optional<ExtenderArgs> read_args_repeated(const std::shared_ptr<const std::
   if (parser.iterate(head.data(), head_length, head.size()).get(doc) != simdjson::SUCCESS ||
       doc.get_object().get(root) != simdjson::SUCCESS)
     return std::nullopt;
-  QuickPass q(doc);
+  QuickPass q;
   KeyChoice pod_key("Pod");
   std::string_view pod_text;
   const char* closing_key = head.data() + head_size;
@@ -883,7 +878,7 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
   if (parser.iterate(source->data(), length, source->size()).get(doc) != simdjson::SUCCESS ||
       doc.get_object().get(root) != simdjson::SUCCESS)
     return std::nullopt;
-  QuickPass q(doc);
+  QuickPass q;
   KeyChoice pod_key("Pod"), nodes_key("Nodes"), names_key("NodeNames");
   std::string_view pod_text;
   bool has_nodes = false, has_names = false;
