@@ -45,6 +45,33 @@ std::map<std::string, int64_t> parse_quota(const std::string& text) {
   return out;
 }
 
+// "MxG[@milli]:weight,..." -> shapes (M members of G GPUs, each GPU's
+// share in milli, default 1000).
+std::vector<GangShape> parse_gang_shapes(const std::string& text) {
+  std::vector<GangShape> out;
+  for (const std::string& part : split(text, ',')) {
+    const size_t x = part.find('x'), colon = part.find(':');
+    if (x == std::string::npos || colon == std::string::npos || colon < x)
+      throw std::invalid_argument(fmt::format("--gang-shapes: '{}' is not MxG[@milli]:weight", part));
+    GangShape s;
+    s.members = static_cast<int>(parse_int("--gang-shapes", part.substr(0, x)));
+    std::string gpus = part.substr(x + 1, colon - x - 1);
+    if (const size_t at = gpus.find('@'); at != std::string::npos) {
+      s.gpu_milli = static_cast<int32_t>(parse_int("--gang-shapes", gpus.substr(at + 1)));
+      gpus.resize(at);
+    }
+    s.gpus_per_member = static_cast<int>(parse_int("--gang-shapes", gpus));
+    try {
+      s.weight = std::stod(part.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format("--gang-shapes: '{}' has no numeric weight", part));
+    }
+    out.push_back(s);
+  }
+  if (out.empty()) throw std::invalid_argument("--gang-shapes: no shape");
+  return out;
+}
+
 // node,rack CSV -> rack per node (every node must be named).
 std::vector<std::string> read_racks(const std::string& path, const std::vector<NodeSpec>& nodes) {
   const CsvTable t = CsvTable::read(path);
@@ -77,6 +104,10 @@ std::shared_ptr<DynamicFlags> add_dynamic_simulate_options(CLI::App& cmd) {
   cmd.add_option("--nodes-per-rack", d->nodes_per_rack,
                  "dynamic: consecutive nodes per rack (generated cluster; openb nodes too unless --racks)")
       ->capture_default_str();
+  cmd.add_option("--gang-shapes", d->gang_shapes,
+                 "dynamic, generated workload: job shapes MxG[@milli]:weight,... (M members of G GPUs, each GPU's "
+                 "share in milli, below 1000 only with G = 1); default "
+                 "1x1:.35,1x2:.1,1x4:.1,1x8:.1,2x8:.12,4x8:.1,8x8:.08,16x8:.05");
   cmd.add_option("--interarrival", d->interarrival_s, "dynamic, generated workload: mean seconds between jobs")
       ->capture_default_str();
   cmd.add_option("--no-estimate", d->no_estimate_fraction,
@@ -94,6 +125,10 @@ std::shared_ptr<DynamicFlags> add_dynamic_simulate_options(CLI::App& cmd) {
                  "--defrag-budget sets the share of running pods it may move (default 5%)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd.add_flag("--defrag-on-room", d->defrag_on_room,
+               "dynamic: when the job at the head of the queue does not fit although the free GPU, CPU and memory "
+               "summed over nodes suffice, plan moves of single-pod jobs so that all its pods fit (at most "
+               "--defrag-budget of the running pods) and start it");
   cmd.add_option("--quota", d->quota, "dynamic: per-queue GPU quota, queue=gpu_milli[,...]");
   return d;
 }
@@ -131,6 +166,7 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
     g.mean_interarrival_s = d.interarrival_s;
     g.no_estimate_fraction = d.no_estimate_fraction;
     g.max_overestimate = d.max_overestimate;
+    if (!d.gang_shapes.empty()) g.shapes = parse_gang_shapes(d.gang_shapes);
     spec.generated = g;
     cluster_label =
         fmt::format("generated ({} nodes x {} GPUs, {} per rack)", d.gang_nodes, d.gpus_per_node, d.nodes_per_rack);
@@ -149,6 +185,7 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
   if (!racks.empty()) options.levels.push_back({"rack", racks});
   options.defrag_every_s = static_cast<int64_t>(d.defrag_every_min * 60);
   options.defrag_budget_fraction = f.defrag_budget_fraction;
+  options.defrag_on_room = d.defrag_on_room;
   if (!f.node_rank.empty()) {
     // Exact replay: the ranks given, not the seeded ones.
     std::unordered_map<std::string, int64_t> rank;
@@ -166,7 +203,8 @@ void run_dynamic_simulate(const DynamicFlags& d, const SharedSimulateFlags& f) {
   spec.label_suffix = std::string(d.backfill      ? "+backfill"
                                   : d.strict_fifo ? "+fifo"
                                                   : "") +
-                      (d.preemption ? "+preempt" : "") + (d.defrag_every_min > 0 ? "+defrag" : "");
+                      (d.preemption ? "+preempt" : "") + (d.defrag_every_min > 0 ? "+defrag" : "") +
+                      (d.defrag_on_room ? "+room" : "");
   if (!f.quiet)
     fmt::print("dynamic: cluster {} ({} nodes); workload {}; {} polic{} x {} seed{}; queue {}{}\n", cluster_label,
                nodes.size(), workload_label, spec.policies.size(), spec.policies.size() == 1 ? "y" : "ies",

@@ -14,8 +14,9 @@ struct DynamicFlags {
   int jobs = 2000;
   int gang_nodes = 64, gpus_per_node = 8, nodes_per_rack = 8;
   double arrival_scale = 1.0, interarrival_s = 110, no_estimate_fraction = 0.2, max_overestimate = 2.0;
-  std::string racks, quota;
+  std::string racks, quota, gang_shapes;
   double defrag_every_min = 0;
+  bool defrag_on_room = false;
 };
 
 // Registers the dynamic-only flags on `cmd`.

@@ -260,32 +260,49 @@ class Simulation {
     return true;
   }
 
-  // Moves running pods to free whole GPUs, then retries the queue.
-  void defragment(int64_t now) {
-    if (running_.empty()) return;
+  // Does the cluster hold, summed over nodes, the free GPU milli, CPU and
+  // memory that job `id` needs? Then only the layout of the free room (which
+  // moves may change) keeps it waiting. Asked once per job and cluster
+  // change. O(nodes).
+  bool has_room(int32_t id) {
+    if (room_asked_ == std::make_pair(id, changes_)) return false;
+    room_asked_ = {id, changes_};
+    int64_t need_cpu = 0, need_mem = 0;
+    for (const Request& m : jobs_[static_cast<size_t>(id)].gang.members) {
+      need_cpu += m.cpu_milli;
+      need_mem += m.memory_mib;
+    }
+    int64_t gpu = 0, cpu = 0, mem = 0;
+    for (int i = 0; i < state_.node_count(); ++i) {
+      const NodeId n{i};
+      gpu += state_.gpu_free_total_milli(n);
+      cpu += state_.cpu_free_milli(n);
+      mem += state_.memory_free_mib(n);
+    }
+    return gpu >= jobs_[static_cast<size_t>(id)].gpu_milli && cpu >= need_cpu && mem >= need_mem;
+  }
+
+  // Plans moves of running single-pod jobs (pods of multi-pod gangs never
+  // move) after which every pod of job `id` fits at once, within the budget;
+  // applies the moves (not the admission) and returns whether any was made.
+  bool make_room(int32_t id) {
+    if (running_.empty()) return false;
     PodMoveInfos infos(static_cast<size_t>(next_pod_));
     int running_pods = 0;
-    for (int32_t id : running_) {
-      const JobState& j = jobs_[static_cast<size_t>(id)];
+    for (int32_t r : running_) {
+      const JobState& j = jobs_[static_cast<size_t>(r)];
       running_pods += static_cast<int>(j.bound.size());
       if (j.pods.size() > 1)
         for (PodId pod : j.pods) infos[index(pod)].immovable = true;
     }
     DefragBudget budget;
     budget.max_moves = static_cast<int>(o_.defrag_budget_fraction * running_pods);
-    if (budget.max_moves <= 0) return;
-    // The goal: admit the job at the head of the queue (all its pods or
-    // none), the one that has waited longest by the queue's order. Only the
-    // plan's moves are applied; the admission is left to the queue's own
-    // pass, so that the job starts through the usual path (reservations,
-    // bookkeeping).
+    if (budget.max_moves <= 0) return false;
+    const JobState& job = jobs_[static_cast<size_t>(id)];
     DefragGoal goal;
     goal.kind = GoalKind::kAdmitPending;
-    const std::vector<int32_t> order = queue_.ordered();
-    if (order.empty()) return;
-    const JobState& head = jobs_[static_cast<size_t>(order.front())];
-    for (size_t m = 0; m < head.pods.size() && m < head.gang.members.size(); ++m)
-      goal.pending.push_back({head.pods[m], head.gang.members[m]});
+    for (size_t m = 0; m < job.pods.size() && m < job.gang.members.size(); ++m)
+      goal.pending.push_back({job.pods[m], job.gang.members[m]});
     goal.gang = goal.pending.size() > 1;
     PlannerOptions options;
     options.time_limit_s = 0.5;
@@ -294,7 +311,7 @@ class Simulation {
     std::erase_if(plan.steps, [](const PlanStep& step) { return step.kind == MoveKind::kAdmit; });
     apply_plan(state_, plan);
     state_.commit();
-    if (plan.moves() == 0) return;
+    if (plan.moves() == 0) return false;
     out_.defrag_moves += plan.moves();
     for (const PlanStep& step : plan.steps) {
       if (valid(step.from.node)) {
@@ -304,11 +321,20 @@ class Simulation {
       if (valid(step.to.node)) touched_.push_back(step.to.node);
     }
     ++changes_;
-    pass(now);
+    return true;
+  }
+
+  // The periodic tick: room for the job at the head of the queue (the one
+  // that has waited longest by the queue's order), then a pass, so that it
+  // starts through the usual path (reservations, bookkeeping).
+  void defragment(int64_t now) {
+    const std::vector<int32_t> order = queue_.ordered();
+    if (!order.empty() && make_room(order.front())) pass(now);
   }
 
   void pass(int64_t now) {
     Reservation resv;
+    bool head = true;  // the first job this pass tries
     const std::vector<int32_t> order = queue_.ordered();
     for (int32_t id : order) {
       if (!queue_.contains(id)) continue;  // started or moved by a preemption in this pass
@@ -326,6 +352,14 @@ class Simulation {
           placed = true;
         }
       }
+      if (!placed && head && o_.defrag_on_room && !restricted && has_room(id) && make_room(id)) {
+        const GangPlacement p = placer_.place(state_, j.pods, j.gang);
+        if (p.placed) {
+          start(id, p, now, false);
+          placed = true;
+        }
+      }
+      head = false;
       if (placed) continue;
       if (!restricted) j.tried_at = static_cast<int64_t>(freed_.size());
       if (o_.preemption && try_preempt(id, now)) continue;
@@ -360,6 +394,7 @@ class Simulation {
   int32_t next_pod_ = 0;
   int64_t now_ = 0;
   bool tick_pending_ = false;
+  std::pair<int32_t, int64_t> room_asked_{-1, -1};  // head and change counter of the last room check
   DynamicRunResult out_;
 };
 

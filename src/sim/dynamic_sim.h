@@ -18,6 +18,10 @@
 //   left.
 // - Placement: every job goes through the GangPlacer (one-member jobs are a
 //   single Scheduler decision with the active policy).
+// - Defragmentation (DynamicOptions): plans of defrag/planner.h with the goal
+//   "admit this job, all its pods or none" move pods of running single-pod
+//   jobs (never gang pods); a moved pod keeps running (its start and end are
+//   unchanged). Runs and moves are counted (`defrag_runs`, `defrag_moves`).
 // - Recorded after each event time: allocated GPU milli, FGD fragmentation
 //   (against `frag_target`), queue length, pending GPU milli, running jobs.
 //   Per job: submit, start, end, evictions, whether it was backfilled.
@@ -45,11 +49,17 @@ struct DynamicOptions {
   std::map<std::string, int64_t> quota_gpu_milli;  // per queue name
   std::vector<TopologyLevel> levels;               // gang domain preference
   // Every `defrag_every_s` seconds (0 = never) the defragmentation planner
-  // (defrag/planner.h, goal: whole free GPUs) moves at most
-  // `defrag_budget_fraction` of the running pods; pods of multi-pod gangs
-  // never move. Queued jobs are retried after a plan that moved anything.
+  // (defrag/planner.h, goal: admit the job at the head of the queue, all its
+  // pods or none) moves at most `defrag_budget_fraction` of the running
+  // pods; pods of multi-pod gangs never move. Queued jobs are retried after
+  // a plan that moved anything.
   int64_t defrag_every_s = 0;
   double defrag_budget_fraction = 0.05;
+  // With `defrag_on_room`, in every pass the first job tried that does not
+  // fit although the cluster's free GPU milli, CPU and memory summed over
+  // nodes suffice gets the same planner (same budget) at once, and starts
+  // if the moves made room; asked once per job and cluster change.
+  bool defrag_on_room = false;
 };
 
 struct DynamicSample {

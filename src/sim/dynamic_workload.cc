@@ -71,6 +71,12 @@ DynamicWorkload jobs_from_openb(const std::vector<TracePod>& pods) {
 DynamicWorkload generate_gang_workload(const GangWorkloadOptions& o) {
   if (o.shapes.empty() || o.priorities.empty())
     throw std::invalid_argument("gang workload: empty shape or priority table");
+  for (const GangShape& s : o.shapes)
+    if (s.members < 1 || s.gpus_per_member < 1 || s.gpu_milli < 1 || s.gpu_milli > kGpuMilliPerGpu ||
+        (s.gpu_milli < kGpuMilliPerGpu && s.gpus_per_member != 1) || !(s.weight >= 0))
+      throw std::invalid_argument(
+          "gang workload: a shape needs members >= 1, GPUs >= 1, milli in [1, 1000] "
+          "(below 1000 only with one GPU) and a weight >= 0");
   if (!(o.mean_interarrival_s > 0)) throw std::invalid_argument("gang workload: mean interarrival must be > 0");
   if (!(o.max_overestimate >= 1)) throw std::invalid_argument("gang workload: max overestimate must be >= 1");
   Rng rng(o.seed);
@@ -89,8 +95,10 @@ DynamicWorkload generate_gang_workload(const GangWorkloadOptions& o) {
     DynamicJob j;
     j.name = fmt::format("job-{:05d}", i);
     j.priority = prio.first;
-    const Request member{o.cpu_milli_per_gpu * shape.gpus_per_member, o.memory_mib_per_gpu * shape.gpus_per_member,
-                         shape.gpus_per_member, kGpuMilliPerGpu, 0};
+    const int64_t share_milli = int64_t{shape.gpus_per_member} * shape.gpu_milli;
+    const Request member{o.cpu_milli_per_gpu * share_milli / kGpuMilliPerGpu,
+                         o.memory_mib_per_gpu * share_milli / kGpuMilliPerGpu, shape.gpus_per_member, shape.gpu_milli,
+                         0};
     j.members.assign(static_cast<size_t>(shape.members), member);
     j.submit_s = static_cast<int64_t>(t);
     j.runtime_s = std::clamp(static_cast<int64_t>(std::llround(runtime)), o.min_runtime_s, o.max_runtime_s);

@@ -16,7 +16,8 @@
 //   (counted in `bad_times`). The estimate is the exact runtime (the trace
 //   knows it). Priority 0, queue "default". O(pods).
 // - generate_gang_workload(): deterministic in its options. Interarrival
-//   times are exponential, shapes (members x GPUs per member) drawn from a
+//   times are exponential, shapes (members x GPUs per member, GPU milli per
+//   GPU; CPU and memory scale with GPUs x milli / 1000) drawn from a
 //   weighted table, runtimes log-normal (clamped), priorities from a weighted
 //   table; a fraction of jobs gives no estimate, the rest an estimate of
 //   runtime x U[1, max_overestimate] rounded up (never below the runtime).
@@ -61,6 +62,7 @@ struct GangShape {
   int members = 1;
   int gpus_per_member = 1;
   double weight = 1;
+  int32_t gpu_milli = kGpuMilliPerGpu;  // per GPU; < 1000 (a shared GPU) only with 1 GPU per member
 };
 
 struct GangWorkloadOptions {

@@ -80,10 +80,27 @@ TEST(SimulateDynamicCli, OpenbTimestampsDriveArrivalsAndDepartures) {
   EXPECT_EQ(run0["longest_wait_s"], 90);  // submitted at 10, started at 100
 }
 
+TEST(SimulateDynamicCli, RoomTriggeredDefragOnFractionalShapesCountsItsMoves) {
+  const std::string out = fresh_temp_dir("dyn_cli_room");
+  const RunResult r = run_gpupack(
+      "simulate --mode dynamic --jobs 300 --gang-nodes 16 --policy fgd --defrag-on-room --defrag-budget 10% "
+      "--gang-shapes 1x1@250:.3,1x1@500:.2,1x4:.2,2x8:.2,4x8:.1 --out " +
+      out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json run0 = read_json(out + "/summary.json")["runs"][0];
+  EXPECT_THAT(run0["run"].get<std::string>(), ::testing::HasSubstr("+room"));
+  EXPECT_EQ(run0["never_ran"], 0);
+  EXPECT_GE(run0["defrag_runs"].get<int>(), 1);
+  EXPECT_GE(run0["defrag_moves"].get<int>(), 1);
+}
+
 TEST(SimulateDynamicCli, BadFlagsAreReported) {
   RunResult r = run_gpupack("simulate --mode dynamic --quota team-a --jobs 10");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, ::testing::HasSubstr("--quota"));
+  r = run_gpupack("simulate --mode dynamic --jobs 10 --gang-shapes 1x1@250");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("--gang-shapes"));
   r = run_gpupack("simulate --mode sideways");
   EXPECT_NE(r.exit_code, 0);
 }

@@ -99,6 +99,35 @@ TEST(DefragPlanner, GangIsAdmittedWholeOrNotAtAll) {
   EXPECT_EQ(plan_defrag(s, goal, {}, {}).not_admitted.size(), 0u);
 }
 
+TEST(DefragPlanner, GangOfWholeNodesDrainsNodesOntoOtherNodesGaps) {
+  // Four 2-GPU nodes, one 1-GPU pod on each: four free GPUs, no free node.
+  // Pods 0 and 1 belong to a running gang (immovable); a gang of two 2-GPU
+  // members needs two whole nodes, so pods 2 and 3 must join them.
+  ClusterState s(nodes(4, 2));
+  for (int p = 0; p < 4; ++p) ASSERT_TRUE(s.bind(PodId{p}, whole(1), {NodeId{p}, 0b01, 1000}).is_ok());
+  PodMoveInfos infos(4);
+  infos[0].immovable = infos[1].immovable = true;
+  DefragGoal goal;
+  goal.gang = true;
+  goal.pending = {{PodId{4}, whole(2)}, {PodId{5}, whole(2)}};
+  DefragBudget budget;
+  budget.max_moves = 2;
+  const DefragPlan plan = plan_defrag(s, goal, budget, infos);
+  EXPECT_TRUE(plan.not_admitted.empty());
+  EXPECT_EQ(plan.moves(), 2);
+  EXPECT_TRUE(validate_plan(s, plan, goal, budget, infos).empty());
+  ClusterState applied = s;
+  apply_plan(applied, plan);
+  EXPECT_EQ(applied.assignment(PodId{0}).node, NodeId{0});
+  EXPECT_EQ(applied.assignment(PodId{1}).node, NodeId{1});
+  EXPECT_EQ(applied.assignment(PodId{4}).gpu_count() + applied.assignment(PodId{5}).gpu_count(), 4);
+  // One move frees one node only: the gang gets nothing, no move is planned.
+  budget.max_moves = 1;
+  const DefragPlan short_plan = plan_defrag(s, goal, budget, infos);
+  EXPECT_TRUE(short_plan.steps.empty());
+  EXPECT_EQ(short_plan.not_admitted.size(), 2u);
+}
+
 TEST(DefragPlanner, CpuBoundNodeMovesACpuPodAway) {
   // Node 0 has a free GPU but no CPU (a CPU-only pod holds it); node 1 has CPU.
   ClusterState s({{"a", 8000, 65536, 1, 0}, {"b", 8000, 65536, 0, 0}});

@@ -175,6 +175,31 @@ TEST(DynamicSim, GeneratedGangWorkloadRunsWithInvariantsAndRackPreference) {
   }
 }
 
+TEST(DynamicSim, GeneratedShapesWithSharedGpusScaleCpuAndMemoryByShare) {
+  GangWorkloadOptions g;
+  g.jobs = 200;
+  g.shapes = {{1, 1, 1.0, 250}, {2, 8, 1.0}};
+  const DynamicWorkload w = generate_gang_workload(g);
+  int shared = 0;
+  for (const auto& j : w.jobs) {
+    const Request& m = j.members.front();
+    if (m.gpu_milli == 250) {
+      ++shared;
+      EXPECT_EQ(j.members.size(), 1u);
+      EXPECT_EQ(m.gpu_count, 1);
+      EXPECT_EQ(m.cpu_milli, g.cpu_milli_per_gpu / 4);
+      EXPECT_EQ(m.memory_mib, g.memory_mib_per_gpu / 4);
+    } else {
+      EXPECT_EQ(m.gpu_milli, kGpuMilliPerGpu);
+      EXPECT_EQ(m.cpu_milli, g.cpu_milli_per_gpu * 8);
+    }
+  }
+  EXPECT_GT(shared, 50);
+  EXPECT_LT(shared, 150);
+  g.shapes = {{1, 2, 1.0, 500}};  // a share below a whole GPU needs one GPU per member
+  EXPECT_THROW(generate_gang_workload(g), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace gpupack
 
@@ -213,6 +238,37 @@ TEST(DynamicSimDefrag, PeriodicPlannerFreesWholeGpusForQueuedJobs) {
   EXPECT_LE(with.defrag_moves, 2 * with.defrag_runs);
   EXPECT_LT(with.jobs[4].start_s, 1000);  // started after the first planner run
   EXPECT_EQ(with.never_ran, 0);
+}
+
+// Spread puts four one-GPU jobs on four 2-GPU nodes; a gang of two 2-GPU
+// members then has the four free GPUs it needs, but no whole node. With
+// room-triggered defragmentation two of the single pods join the others and
+// the gang starts when it arrives; without, it waits for a departure.
+TEST(DynamicSimDefrag, RoomTriggerDrainsNodesForAWaitingGang) {
+  const std::vector<NodeSpec> nodes = uniform_nodes(4, 2);
+  DynamicWorkload w;
+  for (int i = 0; i < 4; ++i) w.jobs.push_back(job("single-" + std::to_string(i), i, 1, 1, 100000, 100000));
+  w.jobs.push_back(job("gang", 10, 2, 2, 100, 100));
+
+  DynamicOptions off;
+  const DynamicRunResult without = simulate(nodes, w, off, "spread");
+  EXPECT_EQ(without.defrag_runs, 0);
+  EXPECT_GE(without.jobs[4].start_s - without.jobs[4].submit_s, 100000 - 10);
+
+  DynamicOptions on;
+  on.defrag_on_room = true;
+  on.defrag_budget_fraction = 0.5;  // 2 of the 4 running pods
+  const DynamicRunResult with = simulate(nodes, w, on, "spread");
+  EXPECT_EQ(with.jobs[4].start_s, 10);
+  EXPECT_EQ(with.defrag_moves, 2);
+  EXPECT_EQ(with.never_ran, 0);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(with.jobs[static_cast<size_t>(i)].start_s, i);  // moved, not restarted
+
+  // One move may not free a whole node pair: nothing moves, the gang waits.
+  on.defrag_budget_fraction = 0.25;
+  const DynamicRunResult short_budget = simulate(nodes, w, on, "spread");
+  EXPECT_EQ(short_budget.defrag_moves, 0);
+  EXPECT_GE(short_budget.jobs[4].start_s - short_budget.jobs[4].submit_s, 100000 - 10);
 }
 
 }  // namespace
