@@ -17,21 +17,23 @@
 //   any input.
 // - A body that ends with the same bytes as the last one read quickly, from
 //   its first field after the Pod (a scheduler sends the same node list call
-//   after call, the Pod first) is read by reading its head alone: the names
-//   and item texts are the last body's (at most one body's tail is kept).
-// - Otherwise one On-Demand pass for a body of the common shape: the chosen keys, the
-//   Pod's text, each node item's name and text, the NodeNames. What it steps
-//   over is validated apart: a node item whose exact text was validated
-//   before under the same name (a process-wide memo, at most 64 MiB of
-//   texts) is known valid; a new or changed item, the Pod and every other
-//   value are validated by simdjson's DOM parser. Any other body (or any
-//   semantic error) is read by the thorough walk, which reads every value and
-//   whose answer is the reference; parse_extender_args_thorough() is that walk
-//   alone (tests and the fuzzer check that both agree).
-// - Thread-safe (parsers per thread, reused up to 8 MB bodies; the memo
-//   behind a mutex). Cost: one structural scan at simdjson speed plus a
-//   memcmp per known node item; the std::string&& form takes the body over
-//   without a copy when its capacity leaves kExtenderBodyPadding spare bytes.
+//   after call, the Pod first), is read by reading its head alone: the names
+//   and item texts are the last body's (that one body is kept, not copied).
+// - Otherwise one On-Demand pass for a body of the common shape: the chosen
+//   keys, the Pod's text, each node item's text, the NodeNames. What it
+//   steps over is validated apart: a node item equal to the last body's item
+//   in the same place, or to an item read whole before under the same name
+//   (a process-wide memo, at most 64 MiB of texts), is known valid and keeps
+//   the name read then; a new or changed item is read whole, and the Pod and
+//   every other value validated, by simdjson's DOM parser. Any other body
+//   (or any semantic error) is read by the thorough walk, which reads every
+//   value and whose answer is the reference; parse_extender_args_thorough()
+//   is that walk alone (tests and the fuzzer check that both agree).
+// - Thread-safe (parsers per thread, reused up to 8 MB bodies; the kept body
+//   and the memo behind mutexes). Cost: a memcmp of the tail for a repeated
+//   list, else one structural scan at simdjson speed plus a memcmp per known
+//   node item; the std::string&& form takes the body over without a copy
+//   when its capacity leaves kExtenderBodyPadding spare bytes.
 #pragma once
 
 #include <cstdint>
