@@ -86,7 +86,7 @@ int64_t CapFragPolicy::evaluate_after(const ClusterState& state, NodeId node, in
   constexpr int64_t kHalf = int64_t{1} << 20;
   const int64_t key2 =
       std::clamp<int64_t>(std::llround(static_cast<double>(ds) / weight_sum_) + kHalf, 0, 2 * kHalf - 1);
-  return (key1 << 31) + (key2 << 10) + fit;
+  return (key1 << kFgdKeyShift) + (key2 << kStrandedKeyShift) + fit;
 }
 
 void CapFragPolicy::prepare(const ClusterState& state, const Request& req) {

@@ -69,9 +69,14 @@ class CapFragPolicy final : public Policy {
   // score() writes only the scored node's cache entries.
   bool parallel_score() const override { return true; }
 
+  // The score's layout (with the default options): key1 << kFgdKeyShift |
+  // key2 << kStrandedKeyShift | key3, key1 = FGD's score (0..100), key2 < 2^21.
+  static constexpr int kFgdKeyShift = 31;
+  static constexpr int kStrandedKeyShift = 10;
+
   // True when the current request (after prepare) is scored by FGD itself:
-  // not plain, or a cluster with a hardware-configured node. Otherwise the
-  // score is key1 << 31 | key2 << 10 | key3, key1 = FGD's score (0..100).
+  // not plain, or a cluster with a hardware-configured node; otherwise the
+  // score has the layout above.
   bool scores_by_fgd() const { return use_fallback_; }
 
   // S(n) of a node now, in weight x milli (for tests).

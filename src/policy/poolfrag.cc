@@ -11,7 +11,6 @@ namespace {
 
 constexpr int64_t kSlackSteps = 1000;                     // key 2 per unit of slack
 constexpr int64_t kSlackKeyMax = (int64_t{1} << 20) - 1;  // infinite slack
-constexpr int kCapFragLowBits = 31;                       // capfrag: key 1 << 31 | keys 2, 3
 
 }  // namespace
 
@@ -80,10 +79,11 @@ void PoolFragPolicy::prepare(const ClusterState& state, const Request& req) {
 NodeScore PoolFragPolicy::score(const ClusterState& state, NodeId node, const Request& req) {
   NodeScore s = capfrag_.score(state, node, req);
   if (!steer_) return s;
-  // capfrag's score is key1 << 31 | (keys 2, 3); key 2 here goes between.
-  constexpr int64_t kLow = (int64_t{1} << kCapFragLowBits) - 1;
-  s.score = ((s.score >> kCapFragLowBits) << (kCapFragLowBits + 20)) +
-            (key_[state.gpu_model(node)] << kCapFragLowBits) + (s.score & kLow);
+  // capfrag's score is FGD's key above its keys 2 and 3; key 2 here goes
+  // between (20 bits: kSlackKeyMax).
+  constexpr int kShift = CapFragPolicy::kFgdKeyShift;
+  constexpr int64_t kLow = (int64_t{1} << kShift) - 1;
+  s.score = ((s.score >> kShift) << (kShift + 20)) + (key_[state.gpu_model(node)] << kShift) + (s.score & kLow);
   return s;
 }
 
