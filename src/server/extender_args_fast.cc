@@ -643,6 +643,18 @@ ReadItems& read_items() {
 // malformed): the thorough walk takes over.
 class QuickPass {
  public:
+  // A Pod field's value; a later chosen one replaces it (the replaced text
+  // is still validated).
+  bool pod(od::value v) {
+    if (!pod_text.empty()) spans.push_back(pod_text);
+    return simdjson::to_json_string(v).get(pod_text) == simdjson::SUCCESS;
+  }
+  // A Pod was read, and what the pass stepped over is well-formed: the Pod
+  // (read_pod reads its syntax, not its depth) and every other value.
+  bool pod_and_spans_valid() const {
+    return !pod_text.empty() && pod_text != "null" && span_valid(pod_text) &&
+           std::all_of(spans.begin(), spans.end(), span_valid);
+  }
   // Steps over `v`, keeping its text to validate apart.
   bool skip(od::value v) {
     std::string_view text;
@@ -734,6 +746,7 @@ class QuickPass {
     return true;
   }
 
+  std::string_view pod_text;            // the chosen Pod's
   std::vector<std::string_view> spans;  // stepped over, to validate
   std::vector<ItemSeen> items;          // the chosen Nodes.items
   std::vector<ItemSeen> done_items;     // items of keys a later one replaced
@@ -815,6 +828,7 @@ std::optional<ExtenderArgs> read_args_repeated(const std::shared_ptr<const std::
 
   static constexpr std::string_view kClose = R"("_":null})";
   thread_local std::string head;
+  if (head.capacity() > kRetainedParserBytes && head_size <= kRetainedParserBytes) head = std::string();
   head.assign(source->data(), head_size);
   head.append(kClose);
   const size_t head_length = head.size();
@@ -827,7 +841,6 @@ std::optional<ExtenderArgs> read_args_repeated(const std::shared_ptr<const std::
     return std::nullopt;
   QuickPass q;
   KeyChoice pod_key("Pod");
-  std::string_view pod_text;
   const char* closing_key = head.data() + head_size;
   bool closed = false;
   for (auto f : root) {
@@ -843,20 +856,17 @@ std::optional<ExtenderArgs> read_args_repeated(const std::shared_ptr<const std::
     if (!q.key(fld, &k) || list_like(k)) return std::nullopt;
     od::value v = fld.value();
     if (pod_key.offer(k)) {
-      if (!pod_text.empty()) q.spans.push_back(pod_text);
-      if (simdjson::to_json_string(v).get(pod_text) != simdjson::SUCCESS) return std::nullopt;
+      if (!q.pod(v)) return std::nullopt;
     } else if (!q.skip(v)) {
       return std::nullopt;
     }
   }
   const char* after = nullptr;
   if (!closed || doc.current_location().get(after) == simdjson::SUCCESS) return std::nullopt;
-  if (pod_text.empty() || pod_text == "null" || !span_valid(pod_text)) return std::nullopt;
-  for (std::string_view span : q.spans)
-    if (!span_valid(span)) return std::nullopt;
+  if (!q.pod_and_spans_valid()) return std::nullopt;
 
   ExtenderArgs a;
-  a.pod = read_pod(pod_text);  // a Fail here: the thorough walk reports it
+  a.pod = read_pod(q.pod_text);  // a Fail here: the thorough walk reports it
   const char* base = source->data() + head_size;
   if (tail->has_nodes) {
     a.node_texts.emplace();
@@ -880,7 +890,6 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
     return std::nullopt;
   QuickPass q;
   KeyChoice pod_key("Pod"), nodes_key("Nodes"), names_key("NodeNames");
-  std::string_view pod_text;
   bool has_nodes = false, has_names = false;
   std::vector<std::string> names;
   // Where the tail would start: the first field after the last Pod-like one,
@@ -902,8 +911,7 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
     if (list_like(k) && tail_start == nullptr) list_before_tail = true;
     od::value v = fld.value();
     if (pod_key.offer(k)) {
-      if (!pod_text.empty()) q.spans.push_back(pod_text);
-      if (simdjson::to_json_string(v).get(pod_text) != simdjson::SUCCESS) return std::nullopt;
+      if (!q.pod(v)) return std::nullopt;
     } else if (nodes_key.offer(k)) {
       bool is_null = false;
       if (!q.null(v, &is_null)) return std::nullopt;
@@ -922,18 +930,14 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
   }
   const char* after = nullptr;
   if (doc.current_location().get(after) == simdjson::SUCCESS) return std::nullopt;  // content after the object
-  if (pod_text.empty() || pod_text == "null" || (!has_nodes && !has_names)) return std::nullopt;
-  // What the pass stepped over: the Pod (read_pod reads its syntax, not its
-  // depth), other values, then every node item.
-  if (!span_valid(pod_text)) return std::nullopt;
-  for (std::string_view span : q.spans)
-    if (!span_valid(span)) return std::nullopt;
+  if ((!has_nodes && !has_names) || !q.pod_and_spans_valid()) return std::nullopt;
+  // Then every node item stepped over.
   if (!read_items().names(q.done_items)) return std::nullopt;
   std::optional<std::vector<std::string>> item_names = known_in_place(q.items);
   if (!item_names) return std::nullopt;
 
   ExtenderArgs a;
-  a.pod = read_pod(pod_text);  // a Fail here: the thorough walk reports it
+  a.pod = read_pod(q.pod_text);  // a Fail here: the thorough walk reports it
   if (has_nodes) {
     a.node_texts.emplace();
     a.node_texts->reserve(q.items.size());
