@@ -16,6 +16,9 @@
 # SUBSET=N sends N nodes a call, a window moving on by N each call, as
 # kube-scheduler does with percentageOfNodesToScore on a large cluster.
 # MODES="names" (or "full") runs one body form only.
+# FLOOR=1 runs the same client against `scheduler floor`, an extender that
+# does no work (the first answer of each verb, repeated): the floor of the
+# figures on this machine (the binary argument is then unused; server means 0).
 set -euo pipefail
 gpupack="${1:?usage: extender_client.sh <gpupack-binary> [nodes] [calls] [runs] [policy]}"
 nodes="${2:-5000}"
@@ -35,8 +38,12 @@ server_cpu=() client_cpu=() extra=""
 [ "${QUIET_GC:-0}" = 1 ] && extra="-quiet-gc"
 [ -n "${SUBSET:-}" ] && extra="$extra -subset $SUBSET"
 if [ "${PIN:-0}" = 1 ]; then server_cpu=(taskset -c 1) client_cpu=(taskset -c 0); fi
-"${server_cpu[@]}" "$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" --assume off \
-  --listen 127.0.0.1:0 --port-file "$work/port" 2>"$work/serve.log" &
+if [ "${FLOOR:-0}" = 1 ]; then
+  "${server_cpu[@]}" "$work/scheduler" floor -listen 127.0.0.1:0 -port-file "$work/port" 2>"$work/serve.log" &
+else
+  "${server_cpu[@]}" "$gpupack" serve --nodes "$work/nodes.json" --pods "$work/none.json" --policy "$policy" \
+    --assume off --listen 127.0.0.1:0 --port-file "$work/port" 2>"$work/serve.log" &
+fi
 pid=$!
 wait_for "$work/port" "$work/serve.log"
 url="http://127.0.0.1:$(cat "$work/port")"

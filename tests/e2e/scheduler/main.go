@@ -22,6 +22,9 @@
 //	metric    print one series' value from the extender's /metrics
 //	soak      many schedulers at once for a long time: pending pods from the API,
 //	          filter, prioritize, bind, /metrics; quantiles and the server's RSS per interval
+//	floor     an extender that does no work: each verb answers every call with the
+//	          bytes of its first answer (every node passes, all score 10), the
+//	          floor of the bench on a machine
 //
 // Only Go's standard library is used, so Debian's golang-go builds it offline.
 package main
@@ -68,6 +71,8 @@ func main() {
 		err = runSchedule(os.Args[2:])
 	case "bench":
 		err = runBench(os.Args[2:])
+	case "floor":
+		err = runFloor(os.Args[2:])
 	case "verify":
 		err = runVerify(os.Args[2:])
 	case "metric":
@@ -1403,6 +1408,86 @@ func runBench(args []string) error {
 		return writeJSON(*statsPath, s)
 	}
 	return nil
+}
+
+// ---- floor -----------------------------------------------------------------
+
+// runFloor serves filter and prioritize without deciding anything: the first
+// call of each verb is decoded to build an answer in which every candidate
+// passes (full Nodes echoed, as nodeCacheCapable: false requires) and scores
+// 10; every later call is read to its end and gets those same bytes. The
+// bench against it measures the client, loopback and an HTTP server, no
+// extender.
+func runFloor(args []string) error {
+	fs := flag.NewFlagSet("floor", flag.ExitOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address")
+	portFile := fs.String("port-file", "", "write the bound port here")
+	fs.Parse(args)
+	var mu sync.Mutex
+	replies := map[string][]byte{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	verb := func(verb string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			reply, ok := replies[verb]
+			mu.Unlock()
+			if ok {
+				io.Copy(io.Discard, r.Body)
+			} else {
+				var a extenderArgs
+				if err := json.NewDecoder(r.Body).Decode(&a); err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				names := []string{}
+				if a.NodeNames != nil {
+					names = *a.NodeNames
+				} else if a.Nodes != nil {
+					for _, n := range a.Nodes.Items {
+						names = append(names, name(n))
+					}
+				}
+				var err error
+				if verb == "filter" {
+					res := filterResult{FailedNodes: map[string]string{}, FailedAndUnresolvableNodes: map[string]string{}}
+					if a.Nodes != nil {
+						res.Nodes = a.Nodes
+					} else {
+						res.NodeNames = &names
+					}
+					reply, err = json.Marshal(res)
+				} else {
+					scores := []hostPriority{}
+					for _, n := range names {
+						scores = append(scores, hostPriority{Host: n, Score: 10})
+					}
+					reply, err = json.Marshal(scores)
+				}
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				replies[verb] = reply
+				mu.Unlock()
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(reply)
+		}
+	}
+	mux.HandleFunc("/filter", verb("filter"))
+	mux.HandleFunc("/prioritize", verb("prioritize"))
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	if *portFile != "" {
+		port := ln.Addr().(*net.TCPAddr).Port
+		if err := os.WriteFile(*portFile, []byte(strconv.Itoa(port)), 0o644); err != nil {
+			return err
+		}
+	}
+	return http.Serve(ln, mux)
 }
 
 // ---- soak ------------------------------------------------------------------
