@@ -61,11 +61,15 @@ std::vector<GangShape> parse_gang_shapes(const std::string& text) {
       gpus.resize(at);
     }
     s.gpus_per_member = static_cast<int>(parse_int("--gang-shapes", gpus));
+    const std::string weight = part.substr(colon + 1);
+    size_t used = 0;
     try {
-      s.weight = std::stod(part.substr(colon + 1));
+      s.weight = std::stod(weight, &used);
     } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("--gang-shapes: '{}' has no numeric weight", part));
+      used = 0;
     }
+    if (used == 0 || used != weight.size())
+      throw std::invalid_argument(fmt::format("--gang-shapes: '{}' has no numeric weight", part));
     out.push_back(s);
   }
   if (out.empty()) throw std::invalid_argument("--gang-shapes: no shape");

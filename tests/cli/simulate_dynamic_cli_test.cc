@@ -101,6 +101,9 @@ TEST(SimulateDynamicCli, BadFlagsAreReported) {
   r = run_gpupack("simulate --mode dynamic --jobs 10 --gang-shapes 1x1@250");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, ::testing::HasSubstr("--gang-shapes"));
+  r = run_gpupack("simulate --mode dynamic --jobs 10 --gang-shapes 1x1:.5x,1x2:.5");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("'1x1:.5x' has no numeric weight"));
   r = run_gpupack("simulate --mode sideways");
   EXPECT_NE(r.exit_code, 0);
 }
