@@ -21,6 +21,8 @@
 
 #include "analyze/defrag_input.h"
 #include "cli/commands.h"
+#include "defrag/bound.h"
+#include "defrag/bound_lagrangian.h"
 #include "defrag/methods.h"
 #include "defrag/plan_writers.h"
 #include "defrag/snapshot.h"
@@ -46,6 +48,7 @@ struct DefragFlags {
   double time_limit = 0;
   bool gang = false;
   bool no_local_search = false;
+  bool bound = false;
   // --apply: the executor (execute/defrag_executor.h).
   bool apply = false, resume = false, release = false;
   std::string journal = "gpupack-defrag-journal.json", metrics_file;
@@ -182,6 +185,71 @@ LiveDefragInput load_input(const DefragFlags& f, const LiveCluster* live) {
   return live_defrag_input(nodes, pods, pdbs, opt);
 }
 
+nlohmann::json bound_json(const DefragBound& b) {
+  nlohmann::json j = {{"solved", b.solved},
+                      {"admitted_gpu_milli", b.admitted_milli},
+                      {"certified_gpu_milli", b.certified_milli},
+                      {"moves", b.moves_used},
+                      {"gpu_milli_per_extra_move", b.move_value_milli},
+                      {"rows", b.rows},
+                      {"columns", b.columns},
+                      {"seconds", b.seconds}};
+  for (const DefragBound::Binding& fam : b.binding)
+    j["binding"][fam.family] = {{"rows", fam.rows}, {"value_gpu_milli", fam.value_milli}};
+  return j;
+}
+
+// The LP bound on what any plan could admit (defrag/bound.h), beside the
+// plan, and the bound with each constraint family dropped: the family whose
+// removal raises it most binds.
+std::string bound_report(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                         const PodMoveInfos& infos, const DefragPlan& plan) {
+  if (goal.kind != GoalKind::kAdmitPending) return "bound: only for --goal admit\n";
+  const DefragBound b = defrag_bound(state, goal, budget, infos);
+  if (!b.solved) return fmt::format("bound: the LP was not solved ({:.1f} s)\n", b.seconds);
+  const double cap = b.capacity_milli;
+  auto pct = [&](double admitted) { return 100.0 * (b.used_milli_before + admitted) / cap; };
+  std::string out = fmt::format(
+      "bound: at most {:.0f} GPU milli admitted by any plan within the budget (GPU allocation {:.2f}% -> at most "
+      "{:.2f}%; certificate {:.0f}; LP {} rows x {} columns, {:.2f} s, {:.0f} moves in the LP's solution, {:.0f} "
+      "milli per extra move)\n",
+      b.admitted_milli, pct(0), pct(b.admitted_milli), b.certified_milli, b.rows, b.columns, b.seconds, b.moves_used,
+      b.move_value_milli);
+  out += "bound: rows the optimum prices, by family:";
+  for (const DefragBound::Binding& fam : b.binding)
+    out += fmt::format(" {} {} ({:.0f} milli)", fam.family, fam.rows, fam.value_milli);
+  out += "\n";
+  const double gained = static_cast<double>(plan.after.admitted_gpu_milli);
+  LagrangianOptions lo;
+  lo.known_milli = gained;
+  lo.start = &b;
+  const LagrangianBound lb = lagrangian_bound(state, goal, budget, infos, lo);
+  out += fmt::format(
+      "bound (Lagrangian, whole pods per GPU): at most {:.0f} GPU milli ({:.2f}%); {:.0f} at the start, {} "
+      "iterations, {:.2f} s; {:.0f} milli per extra move, CPU priced on {} nodes, memory on {}\n",
+      lb.bound_milli, pct(lb.bound_milli), lb.start_milli, lb.iterations, lb.seconds, lb.move_value_milli,
+      lb.cpu_priced_nodes, lb.memory_priced_nodes);
+  out += fmt::format("plan: {:.0f} GPU milli admitted, {:.1f}% of the LP bound's gain, {:.1f}% of the Lagrangian's\n",
+                     gained, b.admitted_milli > 0 ? 100.0 * gained / b.admitted_milli : 100.0,
+                     lb.bound_milli > 0 ? 100.0 * gained / lb.bound_milli : 100.0);
+  const struct {
+    const char* name;
+    bool BoundOptions::*flag;
+  } families[] = {{"cpu", &BoundOptions::cpu},
+                  {"memory", &BoundOptions::memory},
+                  {"gpu packing", &BoundOptions::gpu_packing},
+                  {"move budget", &BoundOptions::budget}};
+  for (const auto& fam : families) {
+    BoundOptions o;
+    o.*(fam.flag) = false;
+    const DefragBound w = defrag_bound(state, goal, budget, infos, o);
+    if (w.solved)
+      out += fmt::format("bound without {}: {:.0f} GPU milli ({:.2f}%)\n", fam.name, w.admitted_milli,
+                         pct(w.admitted_milli));
+  }
+  return out;
+}
+
 std::string new_plan_id() {
   const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   return fmt::format("{:%Y%m%d-%H%M%S}-{:x}", now, static_cast<unsigned>(::getpid()) & 0xffffu);
@@ -249,8 +317,13 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   if (f.format == "table") {
     text = format_plan_table(plan, snap.state, snap.infos);
     text += held_summary(in.held);
+    if (f.bound) text += bound_report(snap.state, goal, budget, snap.infos, plan);
   }
-  if (f.format == "json") text = plan_to_json(plan, snap.state, snap.infos).dump(2) + "\n";
+  if (f.format == "json") {
+    nlohmann::json j = plan_to_json(plan, snap.state, snap.infos);
+    if (f.bound) j["bound"] = bound_json(defrag_bound(snap.state, goal, budget, snap.infos));
+    text = j.dump(2) + "\n";
+  }
   if (f.format == "evictions") text = eviction_list(plan, snap.state, snap.infos).dump(2) + "\n";
   if (f.out.empty()) {
     fmt::print("{}", text);
@@ -394,6 +467,9 @@ void add_defrag_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--time-limit", flags->time_limit, "stop the planner's search after this many seconds (0 = none)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--bound", flags->bound,
+                "with --goal admit: also print the LP bound on what any plan could admit, and the bound with each "
+                "constraint family dropped");
   cmd->add_flag("--no-local-search", flags->no_local_search, "planner: skip the second search with chained moves");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();

@@ -1,0 +1,417 @@
+#include "defrag/bound_lagrangian.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <stdexcept>
+#include <tuple>
+
+namespace gpupack {
+
+namespace {
+
+constexpr double kMilliPerCore = 1000;  // multipliers: per core and per GiB
+constexpr double kMibPerGib = 1024;
+
+using ClassKey = std::tuple<int32_t, int32_t, int64_t, int64_t, ModelMask>;
+ClassKey class_key(const Request& r) { return {r.gpu_count, r.gpu_milli, r.cpu_milli, r.memory_mib, r.allowed_models}; }
+
+bool may_host(const ClusterState& state, NodeId node, const Request& r) {
+  if (state.cpu_total_milli(node) < r.cpu_milli || state.memory_total_mib(node) < r.memory_mib) return false;
+  return !r.is_gpu() ||
+         (model_allowed(r.allowed_models, state.gpu_model(node)) && state.gpu_count(node) >= r.gpu_count);
+}
+
+struct PodClass {
+  Request request;
+  int count = 0;
+  double value = 0;  // pending: GPU milli admitted
+};
+
+// One movable pod's part on one of its GPUs.
+struct Departure {
+  int cls = 0;
+  int units = 0;  // milli it frees on this GPU, in units
+  int share = 1;  // the pod's GPU count
+};
+
+struct NodeModel {
+  std::vector<int> free_units;                // per GPU
+  std::vector<std::vector<Departure>> moves;  // per GPU
+  std::vector<int> cpu_only;                  // mover class of each movable CPU-only pod
+  std::vector<int> pending, movers;           // classes the node may host
+  int64_t cpu_free = 0, mem_free = 0, cpu_total = 0, mem_total = 0;
+};
+
+// Subgradient of the Lagrangian at some multipliers.
+struct Gradient {
+  std::vector<double> pending, movers, cpu, memory;
+  double move = 0;
+};
+
+class Model {
+ public:
+  Model(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos)
+      : max_moves_(budget.max_moves) {
+    if (goal.kind != GoalKind::kAdmitPending)
+      throw std::invalid_argument("the Lagrangian defrag bound handles goal admit only");
+    // Classes in request order (the order of defrag/bound.h's rows).
+    std::map<ClassKey, PodClass> pending, movers;
+    for (const PendingPod& p : goal.pending) {
+      PodClass& c = pending.try_emplace(class_key(p.request), PodClass{p.request, 0, 0}).first->second;
+      c.value = static_cast<double>(std::max<int64_t>(p.request.total_gpu_milli(), 1));
+      ++c.count;
+    }
+    for (PodId p : state.bound_pods())
+      if (!move_info(infos, p).immovable)
+        ++movers.try_emplace(class_key(state.request(p)), PodClass{state.request(p), 0, 0}).first->second.count;
+    std::map<ClassKey, int> mover_index;
+    for (auto& [key, c] : pending) pending_.push_back(c);
+    for (auto& [key, c] : movers) {
+      mover_index[key] = static_cast<int>(movers_.size());
+      movers_.push_back(c);
+    }
+    // The size unit: every share, and the GPU, are multiples of it.
+    int unit = kGpuMilliPerGpu;
+    for (const PodClass& c : pending_)
+      if (c.request.is_gpu()) unit = std::gcd(unit, c.request.gpu_milli);
+    for (PodId p : state.bound_pods())
+      if (state.request(p).is_gpu()) unit = std::gcd(unit, state.assignment(p).gpu_milli);
+    for (int n = 0; n < state.node_count(); ++n)
+      for (int32_t f : state.gpu_free_milli(NodeId{n})) unit = std::gcd(unit, std::max(f, 0));
+    unit_ = std::max(unit, 1);
+    cap_ = kGpuMilliPerGpu / unit_;
+
+    nodes_.resize(static_cast<size_t>(state.node_count()));
+    for (int n = 0; n < state.node_count(); ++n) {
+      const NodeId node{n};
+      NodeModel& m = nodes_[static_cast<size_t>(n)];
+      for (int32_t f : state.gpu_free_milli(node)) m.free_units.push_back(std::clamp(f, 0, kGpuMilliPerGpu) / unit_);
+      m.moves.resize(m.free_units.size());
+      m.cpu_free = state.cpu_free_milli(node);
+      m.mem_free = state.memory_free_mib(node);
+      m.cpu_total = state.cpu_total_milli(node);
+      m.mem_total = state.memory_total_mib(node);
+      for (size_t k = 0; k < pending_.size(); ++k)
+        if (may_host(state, node, pending_[k].request)) m.pending.push_back(static_cast<int>(k));
+    }
+    for (PodId p : state.bound_pods()) {
+      if (move_info(infos, p).immovable) continue;
+      const Request& r = state.request(p);
+      const int cls = mover_index.at(class_key(r));
+      const Assignment& a = state.assignment(p);
+      NodeModel& m = nodes_[index(a.node)];
+      if (!r.is_gpu()) {
+        m.cpu_only.push_back(cls);
+        continue;
+      }
+      for (size_t g = 0; g < m.moves.size(); ++g)
+        if ((a.gpu_mask >> g) & 1u) m.moves[g].push_back({cls, a.gpu_milli / unit_, r.gpu_count});
+    }
+    for (int n = 0; n < state.node_count(); ++n)
+      for (size_t k = 0; k < movers_.size(); ++k)
+        if (may_host(state, NodeId{n}, movers_[k].request))
+          nodes_[static_cast<size_t>(n)].movers.push_back(static_cast<int>(k));
+  }
+
+  LagrangeMultipliers zero() const {
+    LagrangeMultipliers m;
+    m.pending.assign(pending_.size(), 0);
+    m.movers.assign(movers_.size(), 0);
+    m.cpu.assign(nodes_.size(), 0);
+    m.memory.assign(nodes_.size(), 0);
+    return m;
+  }
+
+  void check(const LagrangeMultipliers& m) const {
+    if (m.pending.size() != pending_.size() || m.movers.size() != movers_.size() || m.cpu.size() != nodes_.size() ||
+        m.memory.size() != nodes_.size())
+      throw std::invalid_argument("Lagrange multipliers do not match the problem's classes and nodes");
+  }
+
+  // The Lagrangian's value at `m`; with `g`, a subgradient there.
+  double value(const LagrangeMultipliers& m, Gradient* g) const {
+    const double beta = max_moves_ >= 0 ? std::max(0.0, m.move) : 0.0;
+    long double total = 0;
+    if (g) {
+      g->pending.assign(pending_.size(), 0);
+      g->movers.assign(movers_.size(), 0);
+      g->cpu.assign(nodes_.size(), 0);
+      g->memory.assign(nodes_.size(), 0);
+      g->move = max_moves_ >= 0 ? max_moves_ : 0;
+    }
+    for (size_t k = 0; k < pending_.size(); ++k) {
+      total += std::max(0.0, m.pending[k]) * pending_[k].count;
+      if (g) g->pending[k] = pending_[k].count;
+    }
+    total += beta * std::max(max_moves_, 0);
+    for (size_t n = 0; n < nodes_.size(); ++n) total += node_value(n, m, beta, g);
+    return static_cast<double>(total);
+  }
+
+  int pending_classes() const { return static_cast<int>(pending_.size()); }
+  int mover_classes() const { return static_cast<int>(movers_.size()); }
+  int unit() const { return unit_; }
+  int max_moves() const { return max_moves_; }
+
+ private:
+  // A GPU item: a pending (admit) or arriving (mover) pod's share of one GPU.
+  struct Item {
+    double value = 0;
+    int cls = -1;
+    bool pending = false;
+  };
+
+  double node_value(size_t n, const LagrangeMultipliers& m, double beta, Gradient* g) const {
+    const NodeModel& node = nodes_[n];
+    const double rho = std::max(0.0, m.cpu[n]) / kMilliPerCore;
+    const double sigma = std::max(0.0, m.memory[n]) / kMibPerGib;
+    double total = rho * static_cast<double>(node.cpu_free) + sigma * static_cast<double>(node.mem_free);
+    if (g) {
+      g->cpu[n] = static_cast<double>(node.cpu_free) / kMilliPerCore;
+      g->memory[n] = static_cast<double>(node.mem_free) / kMibPerGib;
+    }
+    auto resources = [&](const Request& r) {
+      return rho * static_cast<double>(r.cpu_milli) + sigma * static_cast<double>(r.memory_mib);
+    };
+    // Accounts `count` pods' worth (fractions for GPU shares) of a decision.
+    auto admit = [&](int cls, double count) {
+      const Request& r = pending_[static_cast<size_t>(cls)].request;
+      g->pending[static_cast<size_t>(cls)] -= count;
+      g->cpu[n] -= count * static_cast<double>(r.cpu_milli) / kMilliPerCore;
+      g->memory[n] -= count * static_cast<double>(r.memory_mib) / kMibPerGib;
+    };
+    auto arrive = [&](int cls, double count) {
+      const Request& r = movers_[static_cast<size_t>(cls)].request;
+      g->movers[static_cast<size_t>(cls)] -= count;
+      g->cpu[n] -= count * static_cast<double>(r.cpu_milli) / kMilliPerCore;
+      g->memory[n] -= count * static_cast<double>(r.memory_mib) / kMibPerGib;
+    };
+    auto depart = [&](int cls, double count) {
+      const Request& r = movers_[static_cast<size_t>(cls)].request;
+      g->movers[static_cast<size_t>(cls)] += count;
+      g->move -= count;
+      g->cpu[n] += count * static_cast<double>(r.cpu_milli) / kMilliPerCore;
+      g->memory[n] += count * static_cast<double>(r.memory_mib) / kMibPerGib;
+    };
+
+    // CPU-only pods: each decided alone.
+    for (int cls : node.cpu_only) {
+      const double v = m.movers[static_cast<size_t>(cls)] - beta + resources(movers_[static_cast<size_t>(cls)].request);
+      if (v <= 0) continue;
+      total += v;
+      if (g) depart(cls, 1);
+    }
+    auto arrivals_limit = [&](const Request& r, int supply) {
+      double limit = supply;
+      if (r.cpu_milli > 0) limit = std::min(limit, std::floor(static_cast<double>(node.cpu_total / r.cpu_milli)));
+      if (r.memory_mib > 0) limit = std::min(limit, std::floor(static_cast<double>(node.mem_total / r.memory_mib)));
+      return limit;
+    };
+
+    // The best item of each size (GPU shares), then the knapsack over sizes.
+    std::vector<Item> best(static_cast<size_t>(cap_) + 1);
+    for (int cls : node.pending) {
+      const PodClass& c = pending_[static_cast<size_t>(cls)];
+      const double v = c.value - std::max(0.0, m.pending[static_cast<size_t>(cls)]) - resources(c.request);
+      if (!c.request.is_gpu()) {
+        if (v > 0) {
+          const double count = arrivals_limit(c.request, c.count);
+          total += v * count;
+          if (g) admit(cls, count);
+        }
+        continue;
+      }
+      Item& slot = best[static_cast<size_t>(c.request.gpu_milli / unit_)];
+      if (v / c.request.gpu_count > slot.value) slot = {v / c.request.gpu_count, cls, true};
+    }
+    for (int cls : node.movers) {
+      const PodClass& c = movers_[static_cast<size_t>(cls)];
+      const double v = -m.movers[static_cast<size_t>(cls)] - resources(c.request);
+      if (!c.request.is_gpu()) {
+        if (v > 0) {
+          const double count = arrivals_limit(c.request, c.count);
+          total += v * count;
+          if (g) arrive(cls, count);
+        }
+        continue;
+      }
+      Item& slot = best[static_cast<size_t>(c.request.gpu_milli / unit_)];
+      if (v / c.request.gpu_count > slot.value) slot = {v / c.request.gpu_count, cls, false};
+    }
+    std::vector<int> sizes;
+    for (int s = 1; s <= cap_; ++s)
+      if (best[static_cast<size_t>(s)].value > 0) sizes.push_back(s);
+    // fill[F]: the most a GPU's F free units hold; last[F]: the size of the
+    // last item taken (0: fill[F] = fill[F - 1]).
+    std::vector<double> fill(static_cast<size_t>(cap_) + 1, 0);
+    std::vector<int> last(static_cast<size_t>(cap_) + 1, 0);
+    for (int f = 1; f <= cap_; ++f) {
+      fill[static_cast<size_t>(f)] = fill[static_cast<size_t>(f - 1)];
+      for (int s : sizes) {
+        if (s > f) break;
+        const double v = best[static_cast<size_t>(s)].value + fill[static_cast<size_t>(f - s)];
+        if (v > fill[static_cast<size_t>(f)]) fill[static_cast<size_t>(f)] = v, last[static_cast<size_t>(f)] = s;
+      }
+    }
+
+    // Per GPU: which movable pods leave (0/1 knapsack over the units they
+    // free), then the best fill of what is free.
+    constexpr double kNone = -std::numeric_limits<double>::infinity();
+    std::vector<double> leave;
+    std::vector<char> took;
+    for (size_t gi = 0; gi < node.free_units.size(); ++gi) {
+      const std::vector<Departure>& deps = node.moves[gi];
+      const int free = node.free_units[gi];
+      const int room = cap_ - free;  // at most what the pods there hold
+      leave.assign(static_cast<size_t>(room) + 1, kNone);
+      leave[0] = 0;
+      if (g) took.assign(deps.size() * (static_cast<size_t>(room) + 1), 0);
+      for (size_t i = 0; i < deps.size(); ++i) {
+        const Departure& d = deps[i];
+        const double v =
+            (m.movers[static_cast<size_t>(d.cls)] - beta + resources(movers_[static_cast<size_t>(d.cls)].request)) /
+            d.share;
+        for (int f = room - d.units; f >= 0; --f) {
+          if (leave[static_cast<size_t>(f)] == kNone) continue;
+          const double cand = leave[static_cast<size_t>(f)] + v;
+          if (cand > leave[static_cast<size_t>(f + d.units)]) {
+            leave[static_cast<size_t>(f + d.units)] = cand;
+            if (g) took[i * (static_cast<size_t>(room) + 1) + static_cast<size_t>(f + d.units)] = 1;
+          }
+        }
+      }
+      int best_f = 0;
+      double best_v = kNone;
+      for (int f = 0; f <= room; ++f) {
+        if (leave[static_cast<size_t>(f)] == kNone) continue;
+        const double v = leave[static_cast<size_t>(f)] + fill[static_cast<size_t>(free + f)];
+        if (v > best_v) best_v = v, best_f = f;
+      }
+      total += best_v;
+      if (!g) continue;
+      // The departures behind leave[best_f], last pod first.
+      int f = best_f;
+      for (size_t i = deps.size(); i-- > 0 && f > 0;) {
+        if (!took[i * (static_cast<size_t>(room) + 1) + static_cast<size_t>(f)]) continue;
+        depart(deps[i].cls, 1.0 / deps[i].share);
+        f -= deps[i].units;
+      }
+      // The items behind fill[free + best_f].
+      for (int u = free + best_f; u > 0;) {
+        const int s = last[static_cast<size_t>(u)];
+        if (s == 0) {
+          --u;
+          continue;
+        }
+        const Item& it = best[static_cast<size_t>(s)];
+        const int share = it.pending ? pending_[static_cast<size_t>(it.cls)].request.gpu_count
+                                     : movers_[static_cast<size_t>(it.cls)].request.gpu_count;
+        if (it.pending)
+          admit(it.cls, 1.0 / share);
+        else
+          arrive(it.cls, 1.0 / share);
+        u -= s;
+      }
+    }
+    return total;
+  }
+
+  int max_moves_;
+  int unit_ = 1, cap_ = 1;
+  std::vector<PodClass> pending_, movers_;
+  std::vector<NodeModel> nodes_;
+};
+
+// The LP's duals of the rows this relaxation prices, as multipliers (the
+// LP's packing rows have no counterpart: the knapsack packs exactly).
+LagrangeMultipliers from_lp_duals(const DefragBound& lp, LagrangeMultipliers m) {
+  if (!lp.solved) return m;
+  for (size_t i = 0; i < lp.lp.rows.size(); ++i) {
+    const BoundLp::Row& row = lp.lp.rows[i];
+    const double y = lp.duals[i];
+    const auto cls = static_cast<size_t>(row.cls);
+    if (row.family == "pending" && cls < m.pending.size()) m.pending[cls] = std::max(0.0, y);
+    if (row.family == "conservation" && cls < m.movers.size()) m.movers[cls] = y;
+    if (row.family == "moves") m.move = std::max(0.0, y);
+    const auto node = static_cast<size_t>(row.node);
+    if (row.family == "cpu" && node < m.cpu.size()) m.cpu[node] = std::max(0.0, y) * kMilliPerCore;
+    if (row.family == "memory" && node < m.memory.size()) m.memory[node] = std::max(0.0, y) * kMibPerGib;
+  }
+  return m;
+}
+
+}  // namespace
+
+double lagrangian_value(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                        const PodMoveInfos& infos, const LagrangeMultipliers& multipliers) {
+  const Model model(state, goal, budget, infos);
+  model.check(multipliers);
+  return model.value(multipliers, nullptr);
+}
+
+LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                                 const PodMoveInfos& infos, const LagrangianOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const Model model(state, goal, budget, infos);
+  LagrangianBound out;
+  out.used_milli_before = static_cast<double>(state.gpu_used_milli());
+  out.capacity_milli = static_cast<double>(state.gpu_capacity_milli());
+  out.pending_classes = model.pending_classes();
+  out.mover_classes = model.mover_classes();
+  out.unit_milli = model.unit();
+
+  LagrangeMultipliers m = model.zero();
+  if (options.start) m = from_lp_duals(*options.start, m);
+  Gradient g;
+  out.multipliers = m;
+  out.bound_milli = model.value(m, nullptr);
+  out.start_milli = out.bound_milli;
+  // Projected subgradient with Polyak steps; theta halves after a run of
+  // steps without a new best.
+  double theta = 1.0;
+  int stale = 0;
+  for (int it = 0; it < options.iterations; ++it) {
+    const double v = model.value(m, &g);
+    ++out.iterations;
+    if (v < out.bound_milli) {
+      out.bound_milli = v;
+      out.multipliers = m;
+      stale = 0;
+    } else if (++stale >= 40) {
+      theta /= 2;
+      stale = 0;
+      m = out.multipliers;
+      if (theta < 1e-4) break;
+    }
+    double norm = g.move * g.move * (model.max_moves() >= 0);
+    for (double x : g.pending) norm += x * x;
+    for (double x : g.movers) norm += x * x;
+    for (double x : g.cpu) norm += x * x;
+    for (double x : g.memory) norm += x * x;
+    const double gap = v - options.known_milli;
+    if (norm <= 1e-12 || gap <= 1e-9) break;  // optimal: the bound meets a known plan
+    const double step = theta * gap / norm;
+    auto descend = [&](std::vector<double>& x, const std::vector<double>& d, bool nonnegative) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        x[i] -= step * d[i];
+        if (nonnegative) x[i] = std::max(0.0, x[i]);
+      }
+    };
+    descend(m.pending, g.pending, true);
+    descend(m.movers, g.movers, false);
+    descend(m.cpu, g.cpu, true);
+    descend(m.memory, g.memory, true);
+    if (model.max_moves() >= 0) m.move = std::max(0.0, m.move - step * g.move);
+  }
+  out.move_value_milli = model.max_moves() >= 0 ? out.multipliers.move : 0;
+  for (double x : out.multipliers.cpu) out.cpu_priced_nodes += x > 1e-9;
+  for (double x : out.multipliers.memory) out.memory_priced_nodes += x > 1e-9;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace gpupack

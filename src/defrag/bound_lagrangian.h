@@ -1,0 +1,79 @@
+// A tighter bound on what any defrag plan can admit: Lagrangian relaxation
+// with exact per-GPU subproblems, and its certificate (the multipliers).
+//
+// Contract:
+// - The problem bounded is goal admit under `budget.max_moves` (immovable pods
+//   stay; the other budget limits, group limits and a gang's all-or-none are
+//   relaxed away, which only raises the bound). Pods are grouped in classes by
+//   request (GPU count and milli, CPU, memory, allowed models).
+// - The coupling constraints are priced: each pending class's supply
+//   (lambda >= 0), each moved class's departures = arrivals (mu, any sign),
+//   the move count (beta >= 0), each node's CPU and memory (rho, sigma >= 0).
+//   What is left splits per GPU: keep or move away each movable pod on it, then
+//   fill the GPU's free milli with whole pending or arriving pods (an exact
+//   knapsack over sizes in units of the greatest common divisor of all sizes).
+//   A pod on c GPUs counts 1/c on each (a relaxation). CPU-only pods are
+//   decided per node. For any multipliers the sum is an upper bound on the
+//   admitted GPU milli of every plan, in any order of moves (weak duality), so
+//   lagrangian_value() of the multipliers is a certificate anyone can
+//   recompute.
+// - lagrangian_bound() searches the multipliers by projected subgradient
+//   steps (Polyak step towards `known_milli`, a value some plan reaches) and
+//   returns the lowest value found with its multipliers. Deterministic.
+// - Where the LP of defrag/bound.h lets pending pods fill slivers
+//   fractionally, here a pending pod takes a GPU's free milli whole or not at
+//   all, so the bound sees that a sliver of 190 milli holds no 220 pod.
+// - Not thread-safe only in the sense of sharing one object; the functions
+//   keep no global state.
+#pragma once
+
+#include <vector>
+
+#include "defrag/bound.h"
+#include "defrag/budget.h"
+#include "defrag/goal.h"
+#include "model/cluster_state.h"
+
+namespace gpupack {
+
+struct LagrangeMultipliers {
+  std::vector<double> pending;  // per pending class, >= 0 (GPU milli per pod)
+  std::vector<double> movers;   // per moved class (GPU milli per pod)
+  double move = 0;              // per move, >= 0
+  std::vector<double> cpu;      // per node, >= 0 (GPU milli per CPU core)
+  std::vector<double> memory;   // per node, >= 0 (GPU milli per GiB)
+};
+
+struct LagrangianOptions {
+  int iterations = 3000;
+  double known_milli = 0;              // admitted by some plan: the step's target is above it
+  const DefragBound* start = nullptr;  // start from this LP's duals (same state, goal, budget, infos)
+};
+
+struct LagrangianBound {
+  double bound_milli = 0;  // lagrangian_value(multipliers)
+  double start_milli = 0;  // the value at the starting multipliers
+  double used_milli_before = 0;
+  double capacity_milli = 0;
+  LagrangeMultipliers multipliers;
+  int iterations = 0;
+  int pending_classes = 0, mover_classes = 0;
+  int unit_milli = 0;  // the knapsack's size unit
+  double seconds = 0;
+  // What binds at the multipliers found: the price of one more move, and
+  // the nodes whose CPU or memory is priced.
+  double move_value_milli = 0;
+  int cpu_priced_nodes = 0, memory_priced_nodes = 0;
+};
+
+// Throws std::invalid_argument unless goal.kind is admit.
+LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                                 const PodMoveInfos& infos, const LagrangianOptions& options = {});
+
+// The bound for given multipliers (vectors sized as lagrangian_bound()
+// returns them, else std::invalid_argument; negative values of the
+// sign-constrained ones are read as 0).
+double lagrangian_value(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                        const PodMoveInfos& infos, const LagrangeMultipliers& multipliers);
+
+}  // namespace gpupack
