@@ -553,6 +553,10 @@ std::string DefragExecutor::surge_owner(ExecStep& s) {
                            hpa.value("metadata", json::object()).value("name", "?"), scale_kind, scale_name);
     }
   }
+  // The old pod's deletion cost is written only once the new pod runs: a
+  // dry run now finds a missing permission before anything is scaled.
+  if (std::string err = set_deletion_cost(s, s.pod, true, true); !err.empty())
+    return "cannot set the old pod's " + std::string(kPodDeletionCost) + ": " + err;
   s.scale_kind = scale_kind;
   s.scale_name = scale_name;
   return "";
@@ -578,12 +582,13 @@ KubeResponse DefragExecutor::patch_replicas(const ExecStep& s, int from, int to)
   return client_.request("PATCH", scale_path(s), patch.dump(), "application/json-patch+json");
 }
 
-std::string DefragExecutor::set_deletion_cost(const ExecStep& s, const std::string& pod, bool lowest) {
+std::string DefragExecutor::set_deletion_cost(const ExecStep& s, const std::string& pod, bool lowest, bool dry_run) {
   if (!path_safe(pod)) return "not a valid pod name: " + pod;
   json value = lowest ? json(std::string(kLowestDeletionCost)) : json(nullptr);
   const json patch = {{"metadata", {{"annotations", {{std::string(kPodDeletionCost), value}}}}}};
-  const KubeResponse r = client_.request("PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}", s.ns, pod), patch.dump(),
-                                         "application/merge-patch+json");
+  const KubeResponse r =
+      client_.request("PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}{}", s.ns, pod, dry_run ? "?dryRun=All" : ""),
+                      patch.dump(), "application/merge-patch+json");
   return r.status == 404 ? "" : r.error;  // a pod that is gone needs no cost
 }
 

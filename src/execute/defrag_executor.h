@@ -205,7 +205,9 @@ class DefragExecutor {
   int read_replicas(const ExecStep& s, std::string* error);
   // JSON patch of the scale subresource: test `from`, replace with `to`.
   KubeResponse patch_replicas(const ExecStep& s, int from, int to);
-  std::string set_deletion_cost(const ExecStep& s, const std::string& pod, bool lowest);
+  // Sets (lowest) or removes the pod's deletion cost; "" when done or the
+  // pod is gone. dry_run: only checks that the API would accept it.
+  std::string set_deletion_cost(const ExecStep& s, const std::string& pod, bool lowest, bool dry_run = false);
   void event(const ExecStep& s, const std::string& reason, const std::string& message, bool warning);
   bool sleep_for(std::chrono::milliseconds d);  // false when stopped
 

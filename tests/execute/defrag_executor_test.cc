@@ -360,11 +360,19 @@ std::vector<std::string> names(const std::vector<json>& pods) {
   return out;
 }
 
-// Waits (at most 2 s) until ReplicaSet `rs` has exactly `want` live pods.
+// Waits (at most 2 s) until ReplicaSet `rs` has exactly `want` pods, none
+// terminating; returns their names.
 std::vector<std::string> settled_pods(const FakeKubeApi& api, const std::string& rs, size_t want) {
-  for (int i = 0; i < 100 && api.pods_of(rs).size() != want; ++i)
+  auto all = [&] {
+    std::vector<json> out;
+    for (const json& p : api.pods())
+      for (const json& o : p["metadata"].value("ownerReferences", json::array()))
+        if (o.value("name", "") == rs) out.push_back(p);
+    return out;
+  };
+  for (int i = 0; i < 100 && (all().size() != want || api.pods_of(rs).size() != want); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  return names(api.pods_of(rs));
+  return names(all());
 }
 
 // The surged pod: web-1's pod on a (GPU 7) that is not one of the two first.
@@ -429,8 +437,8 @@ TEST(DefragExecutor, ABareReplicaSetSurgesItself) {
   expect_moved_to_a7(api);
 }
 
-// StatefulSet, autoscaled, paused or rolling Deployment, --surge never:
-// today's path (evict, then wait), the reason in the journal.
+// StatefulSet, autoscaled, paused or rolling Deployment, no permission to
+// patch pods, --surge never: today's path (evict, then wait), the reason in the journal.
 TEST(DefragExecutor, OwnersThatCannotSurgeAreEvicted) {
   struct Case {
     std::string name, pod, owner, owner_kind, note;
@@ -448,6 +456,12 @@ TEST(DefragExecutor, OwnersThatCannotSurgeAreEvicted) {
        [](FakeKubeApi& api) { api.add_replicaset("ml", "web-1", 2, "web", true); }},
       {"rolling", "web-1-0", "web-1", "ReplicaSet", "Deployment web is being rolled out",
        [](FakeKubeApi& api) { api.add_replicaset("ml", "web-1", 2, "web", false, true); }},
+      {"no-pod-patch", "web-1-0", "web-1", "ReplicaSet",
+       "cannot set the old pod's controller.kubernetes.io/pod-deletion-cost",
+       [](FakeKubeApi& api) {
+         api.add_replicaset("ml", "web-1", 2, "web");
+         api.set_forbid_pod_patch(true);
+       }},
       {"never", "web-1-0", "web-1", "ReplicaSet", "",
        [](FakeKubeApi& api) { api.add_replicaset("ml", "web-1", 2, "web"); }, SurgeMode::kNever},
   };

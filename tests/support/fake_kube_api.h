@@ -18,7 +18,8 @@
 //   one) creates pending copies "<rs>-s<n>"; more marks the first by the
 //   ReplicaSet's order (unscheduled, pending, lowest
 //   controller.kubernetes.io/pod-deletion-cost, newest) as terminating, gone
-//   `delete_delay` later. Pod annotation merge patches are served. An
+//   `delete_delay` later. Pod annotation merge patches are served
+//   (dryRun=All changes nothing; set_forbid_pod_patch() answers 403). An
 //   evicted pod of such a ReplicaSet is replaced by this controller.
 // Everything is recorded for the assertions (evictions, 429s, events, the
 // fewest running pods each budget saw, the fewest Running and the most live
@@ -138,9 +139,18 @@ class FakeKubeApi {
       std::lock_guard lock(mu_);
       const nlohmann::json patch = nlohmann::json::parse(req.body, nullptr, false);
       PodRec* p = find_pod(req.matches[1], req.matches[2]);
+      if (forbid_pod_patch_) {
+        res.status = 403;
+        res.set_content(R"({"kind":"Status","message":"pods is forbidden: cannot patch"})", "application/json");
+        return;
+      }
       if (p == nullptr || patch.is_discarded() ||
           req.get_header_value("Content-Type") != "application/merge-patch+json") {
         res.status = p == nullptr ? 404 : 415;
+        return;
+      }
+      if (req.get_param_value("dryRun") == "All") {
+        res.set_content(p->object.dump(), "application/json");
         return;
       }
       auto& ann = p->object["metadata"]["annotations"];
@@ -368,6 +378,8 @@ class FakeKubeApi {
     return deleted_by_controller_;
   }
   void set_delete_delay(std::chrono::milliseconds d) { delete_delay_ = d; }
+  // Pod patches answered 403 (credentials without `patch pods`).
+  void set_forbid_pod_patch(bool forbid) { forbid_pod_patch_ = forbid; }
   // Sets replicas as someone else would (an operator, an autoscaler).
   void set_replicas(const std::string& rs, int replicas) {
     std::lock_guard lock(mu_);
@@ -671,6 +683,7 @@ class FakeKubeApi {
   std::vector<int> scale_patches_;
   std::vector<std::string> deleted_by_controller_;
   std::atomic<int> scale_conflicts_{0};
+  std::atomic<bool> forbid_pod_patch_{false};
   std::atomic<std::chrono::milliseconds> delete_delay_{std::chrono::milliseconds(30)};
   httplib::Server srv_;
   int port_ = 0;
