@@ -637,10 +637,18 @@ void DefragExecutor::wait_surged(ExecJournal& j, ExecStep& s) {
     std::string err;
     const int now = read_replicas(s, &err);
     if (now < 0) throw std::runtime_error(fmt::format("step {}: reading replicas: {}", s.index, err));
-    if (now == s.replicas_before) {
+    if (now == s.replicas_before && !s.new_uid.empty()) {
       // Resumed: the scale-down went out before the kill.
       s.state = "scaled-down";
       save(j, &s);
+      return;
+    }
+    if (now == s.replicas_before) {
+      // Back at N before any new pod ran (a rollback cut short by a kill,
+      // or someone else): nothing of this surge is left to undo.
+      s.state = "failed";
+      s.detail = fmt::format("{} {} is back at {} replicas before a new pod ran on {}; {} left in place", s.scale_kind,
+                             s.scale_name, now, s.to, s.pod);
       return;
     }
     if (now != s.replicas_surge) {
@@ -715,7 +723,7 @@ void DefragExecutor::wait_old_gone(ExecJournal& j, ExecStep& s) {
       s.detail = fmt::format("{} runs on {}; {} stopped after it ran ({})", s.replacement, s.to, s.pod, surge);
       return;
     }
-    if (!old->deleting && (neu == nullptr || neu->deleting)) {
+    if (!old->deleting && !s.new_uid.empty() && (neu == nullptr || neu->deleting)) {
       s.state = "failed";
       s.detail = fmt::format("the controller removed {} instead of {} ({})", s.replacement, s.pod, surge);
       return;
@@ -743,7 +751,12 @@ std::string DefragExecutor::roll_back_surge(ExecJournal& j, ExecStep& s) {
     return fmt::format("{} {} has {} replicas, neither {} nor {} (changed by someone else); left as they are",
                        s.scale_kind, s.scale_name, now, s.replicas_before, s.replicas_surge);
   // The surged pods go first on the scale-down, and never count as a
-  // replacement later.
+  // replacement later; the old pod loses the cost a scale-down that did
+  // not happen may have given it.
+  if (!s.new_uid.empty()) {
+    if (std::string e = set_deletion_cost(s, s.pod, false); !e.empty())
+      log_warn("defrag: cannot clear the old pod's deletion cost", {{"pod", s.ns + "/" + s.pod}, {"error", e}});
+  }
   for (const K8sPod& p : read_pods(j)) {
     if (!owned_by_step(p, s) || known(s, p.uid) || p.deleting) continue;
     if (std::string e = set_deletion_cost(s, p.name, true); !e.empty())

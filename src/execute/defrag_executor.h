@@ -15,8 +15,11 @@
 //   reservation.gpupack.io/<plan>.<step> on `to` (reservation_value(): who
 //   it is for, GPUs, request, expiry), which `gpupack serve` honours;
 //   (3) picks the step's path (recorded as `path`): "surge" when
-//   options.surge is kAuto and the owner can surge (surge_owner()), else
-//   "evict";
+//   options.surge is kAuto and the owner can surge (surge_owner(): a
+//   ReplicaSet with no owner, or owned by a Deployment that is neither
+//   paused nor being rolled out; no HorizontalPodAutoscaler on it; `from`
+//   != `to`; a dry run of the deletion-cost patch accepted), else "evict"
+//   (`path_note` says why);
 //   evict path: (4) evicts the pod through the Eviction API (UID
 //   precondition): HTTP 429 (a PodDisruptionBudget forbids it now) waits
 //   retry_429 and retries, at most max_429_retries times, then the step is
@@ -26,15 +29,19 @@
 //   within step_timeout "failed";
 //   surge path (make-before-break): (4) records the owner's replicas N in
 //   the journal, then scales the owner (its scale subresource, JSON patch
-//   with a test of spec.replicas == N) to N+1: "scaled-up"; (5) waits until
-//   a pod of the controller with a UID not in known_uids is Running on `to`;
-//   (6) sets controller.kubernetes.io/pod-deletion-cost to the lowest value
-//   on the old pod and scales back to N (test of N+1): "scaled-down"; (7)
-//   waits until the old pod is gone: "done". The new pod not running within
-//   step_timeout, or running elsewhere, rolls back: the new pods get the
-//   lowest deletion cost, the owner is scaled back to N, the step "failed".
-//   A scale that finds replicas other than the value it tests (someone else
-//   changed them) changes nothing and says so in the step.
+//   with a test of spec.replicas == N) to N+1: "scaled-up" (a refused
+//   scale-up falls back to the evict path); (5) waits until a pod of the
+//   controller with a UID not in known_uids is Running on `to`; (6) sets
+//   controller.kubernetes.io/pod-deletion-cost to the lowest value on the
+//   old pod and scales back to N (test of N+1): "scaled-down"; (7) waits
+//   until the old pod is gone: "done" (still terminating at step_timeout:
+//   "done" too; still running, or the new pod removed instead: "failed").
+//   The new pod not running within step_timeout, or running elsewhere,
+//   rolls back: the new pods get the lowest deletion cost, the owner is
+//   scaled back to N, the step "failed". Replicas that are neither N nor
+//   N+1 (someone else changed them) are left as they are, the step
+//   "failed". PodDisruptionBudgets are not asked: the owner never runs
+//   fewer pods than N.
 //   Then (last) the reservation is released and an Event written on the
 //   pod. An admit step
 //   reserves for the pending pod by name before the first move (the moves
@@ -51,9 +58,12 @@
 //   scheduler.
 // - resume: run() on a journal read back with read_journal() continues with
 //   the first step not final; a step "reserved" re-checks its pod (still
-//   there: evicted now; gone: waited for), one "evicted" is waited for. A
-//   surge step reads the owner's replicas: N+1 means the scale-up went out
-//   (waited for as "scaled-up"), N in "scaled-up" that the scale-down did.
+//   there: evicted now; gone: waited for), one "evicted" is waited for;
+//   a step without a path (a journal from before surge) is checked as an
+//   evict step, then chooses. A surge step reads the owner's replicas: N+1
+//   means the scale-up went out (waited for as "scaled-up"); N in
+//   "scaled-up" that the scale-down did (once the new pod ran; before, the
+//   step "failed", nothing left to undo).
 //   release_all() removes every reservation the journal names, scales a
 //   surge step's owner back to N where it is still at N+1, and marks the
 //   journal "released" (the cluster as if the unfinished steps had never

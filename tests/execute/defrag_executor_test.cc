@@ -609,6 +609,58 @@ TEST(DefragExecutor, ASurgedPodElsewhereIsRolledBack) {
   EXPECT_TRUE(api.evicted().empty());
 }
 
+// Through the command line: a pending 6-GPU pod needs one of web's pods
+// moved from b to a's last GPU (db-0 is exempt). --surge auto (the
+// default) surges, --surge never evicts.
+TEST(DefragExecutor, TheCommandLineSurgesByDefaultAndEvictsWithSurgeNever) {
+  for (const std::string mode : {"", "auto", "never"}) {
+    SCOPED_TRACE("--surge " + mode);
+    const std::string dir = fresh_temp_dir("exec-surge-cli-" + mode);
+    SurgeCluster c;
+    c.pods.back()["metadata"]["labels"] = {{"gpupack.io/defrag", "never"}};
+    c.pods.push_back(pod_json({.name = "big", .gpus = 6, .owner = "big"}));
+    FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+    api.add_replicaset("ml", "web-1", 2, "web");
+    const std::string journal = dir + "/journal.json";
+    const RunResult r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal) +
+                                    (mode.empty() ? "" : " --surge " + mode));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const ExecJournal j = read_journal(journal);
+    ASSERT_EQ(j.steps.size(), 2U) << r.output;
+    EXPECT_EQ(j.count("done"), 2) << r.output;
+    EXPECT_EQ(j.steps[0].owner_name, "web-1");
+    EXPECT_EQ(j.steps[0].path, mode == "never" ? "evict" : "surge") << j.steps[0].path_note;
+    EXPECT_EQ(api.evicted().size(), mode == "never" ? 1U : 0U);
+    if (mode == "never") {
+      EXPECT_EQ(api.workload("web-1").min_running, 1);  // what surge avoids
+    } else {
+      EXPECT_THAT(r.output, HasSubstr("scaled-up"));
+      EXPECT_GE(api.workload("web-1").min_running, 2);
+      EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2}));
+    }
+  }
+}
+
+// Someone else scales the owner mid-surge: the executor sees replicas it
+// did not set and leaves them (no scale-down over the other change).
+TEST(DefragExecutor, AConcurrentScaleIsNeverOverwritten) {
+  const std::string dir = fresh_temp_dir("exec-surge-concurrent");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(50));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  const KubeClient client = client_for(api);
+  ExecOptions o = fast_options(dir + "/j.json");
+  o.on_step = [&api](const ExecStep& s) {
+    if (s.state == "scaled-up") api.set_replicas("web-1", 5);
+  };
+  const ExecJournal j = DefragExecutor(client, o).run(one_move("web-1-0", "web-1"));
+  EXPECT_EQ(j.steps[0].state, "failed");
+  EXPECT_THAT(j.steps[0].detail, HasSubstr("has 5 replicas, neither 2 nor 3"));
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3}));
+  EXPECT_EQ(api.workload("web-1").replicas, 5);
+  EXPECT_EQ(api.reservations_now(), 0);
+}
+
 TEST(DefragExecutor, AStopMidSurgeRestoresTheReplicasAndResumes) {
   const std::string dir = fresh_temp_dir("exec-surge-stop");
   SurgeCluster c;
