@@ -612,6 +612,8 @@ void DefragExecutor::scale_up(ExecJournal& j, ExecStep& s) {
     save(j, &s);
     return;
   }
+  if (s.replicas_before < 0 && now < 1)
+    return fall_back(fmt::format("{} {} is scaled to 0", s.scale_kind, s.scale_name));
   if (s.replicas_before >= 0 && now != s.replicas_before)
     return fall_back(
         fmt::format("replicas are {}, not {} as recorded (changed by someone else)", now, s.replicas_before));
