@@ -54,6 +54,7 @@ struct DefragFlags {
   std::string journal = "gpupack-defrag-journal.json", metrics_file;
   double interval_s = 10, poll_s = 1, step_timeout_s = 600, retry_429_s = 5, reservation_ttl_s = 1800;
   int max_429_retries = 5;
+  std::string surge = "auto";  // auto (make-before-break where the owner can surge) or never
   // --every: periodic mode (execute/defrag_trigger.h).
   std::string every, wait_bound;
   int rounds = 0, large_gpus = 2, max_moves_per_hour = -1;
@@ -70,7 +71,7 @@ void write_exec_metrics(const std::string& path, const ExecJournal& j) {
   std::string text =
       "# HELP gpupack_defrag_steps Steps of the defrag plan being applied, by state.\n"
       "# TYPE gpupack_defrag_steps gauge\n";
-  for (const char* st : {"planned", "reserved", "evicted", "done", "skipped", "failed"})
+  for (const char* st : {"planned", "reserved", "evicted", "scaled-up", "scaled-down", "done", "skipped", "failed"})
     text += fmt::format("gpupack_defrag_steps{{plan=\"{}\",state=\"{}\"}} {}\n", j.plan_id, st, j.count(st));
   const std::string tmp = path + ".tmp";
   std::ofstream out = open_output(tmp);
@@ -98,6 +99,7 @@ ExecJournal run_executor(const DefragFlags& f, const KubeClient& client, const s
   opt.step_timeout = ms(f.step_timeout_s);
   opt.retry_429 = ms(f.retry_429_s);
   opt.max_429_retries = f.max_429_retries;
+  opt.surge = f.surge == "never" ? SurgeMode::kNever : SurgeMode::kAuto;
   opt.reservation_ttl = std::chrono::seconds(static_cast<int64_t>(f.reservation_ttl_s));
   opt.stop = [] { return g_stop.load(); };
   const size_t total = journal.steps.size();
@@ -475,8 +477,8 @@ void add_defrag_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-o,--out", flags->out, "write the plan here instead of stdout");
   cmd->add_flag("--apply", flags->apply,
-                "carry the plan out on the live cluster (reserve, evict, wait for the replacement), step by step; "
-                "without it the plan is only printed");
+                "carry the plan out on the live cluster (reserve, then surge or evict, wait for the new pod), step by "
+                "step; without it the plan is only printed");
   cmd->add_option("--journal", flags->journal, "with --apply: the journal of the plan being applied")
       ->capture_default_str();
   cmd->add_flag("--resume", flags->resume, "continue the unfinished plan of --journal");
@@ -500,6 +502,12 @@ void add_defrag_command(CLI::App& app) {
                   "step is skipped")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--surge", flags->surge,
+                  "with --apply: auto = make-before-break where the pod's owner can surge (a Deployment's or bare "
+                  "ReplicaSet's pod: scale up by one, wait for the new pod on the target, scale back down, removing "
+                  "the old pod); never = always evict, then wait for the replacement")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "never"}));
   cmd->add_option("--reservation-ttl", flags->reservation_ttl_s,
                   "with --apply: seconds a reservation holds GPUs if the executor dies")
       ->capture_default_str()

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -34,11 +35,62 @@ std::string str_at(const json& j, const char* key, const std::string& where) {
   return it->get<std::string>();
 }
 
-int64_t int_at(const json& j, const char* key, const std::string& where) {
+int64_t int_at(const json& j, const char* key, const std::string& where, int64_t absent = 0) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return 0;
+  if (it == j.end() || it->is_null()) return absent;
   if (!it->is_number_integer()) throw std::runtime_error(fmt::format("{}: field '{}' is not an integer", where, key));
   return it->get<int64_t>();
+}
+
+// A name that is safe in an API path (DNS label or subdomain characters).
+bool path_safe(const std::string& name) {
+  if (name.empty() || name.size() > 253) return false;
+  for (char c : name)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  return name.front() != '.' && name != "..";
+}
+
+std::string scale_path(const ExecStep& s) {
+  return fmt::format("/apis/apps/v1/namespaces/{}/{}/{}/scale", s.ns,
+                     s.scale_kind == "Deployment" ? "deployments" : "replicasets", s.scale_name);
+}
+
+bool owned_by_step(const K8sPod& p, const ExecStep& s) {
+  return p.namespace_name == s.ns && p.controller_kind == s.owner_kind && p.controller_name == s.owner_name &&
+         (s.owner_uid.empty() || p.controller_uid == s.owner_uid);
+}
+
+bool known(const ExecStep& s, const std::string& uid) {
+  return std::find(s.known_uids.begin(), s.known_uids.end(), uid) != s.known_uids.end();
+}
+
+const K8sPod* find_uid(const std::vector<K8sPod>& pods, const std::string& ns, const std::string& uid) {
+  if (uid.empty()) return nullptr;
+  for (const K8sPod& p : pods)
+    if (p.namespace_name == ns && p.uid == uid) return &p;
+  return nullptr;
+}
+
+// The controller owner (kind, name, uid) of an object, or empty strings.
+std::array<std::string, 3> controller_of(const json& obj) {
+  const json meta = obj.value("metadata", json::object());
+  for (const json& o : meta.value("ownerReferences", json::array()))
+    if (o.is_object() && o.value("controller", false))
+      return {o.value("kind", ""), o.value("name", ""), o.value("uid", "")};
+  return {};
+}
+
+std::string annotation(const json& obj, const char* key) {
+  const json ann = obj.value("metadata", json::object()).value("annotations", json::object());
+  auto it = ann.find(key);
+  return it != ann.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+int64_t number_at(const json& obj, const char* a, const char* b, int64_t absent) {
+  auto x = obj.find(a);
+  if (x == obj.end() || !x->is_object()) return absent;
+  auto y = x->find(b);
+  return y != x->end() && y->is_number_integer() ? y->get<int64_t>() : absent;
 }
 
 }  // namespace
@@ -105,6 +157,14 @@ json journal_to_json(const ExecJournal& j) {
                        {"cpuMilli", s.request.cpu_milli},
                        {"memoryMiB", s.request.memory_mib}}},
                      {"state", s.state},
+                     {"path", s.path},
+                     {"pathNote", s.path_note},
+                     {"scale",
+                      {{"kind", s.scale_kind},
+                       {"name", s.scale_name},
+                       {"replicasBefore", s.replicas_before},
+                       {"replicasSurge", s.replicas_surge}}},
+                     {"newUid", s.new_uid},
                      {"detail", s.detail},
                      {"replacement", s.replacement},
                      {"evictAttempts", s.evict_attempts},
@@ -137,7 +197,9 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
   if (!kStatuses.count(out.status)) throw std::runtime_error(fmt::format("{}: unknown status '{}'", where, out.status));
   auto steps = j.find("steps");
   if (steps == j.end() || !steps->is_array()) throw std::runtime_error(where + ": field 'steps' is not a list");
-  static const std::set<std::string> kStates = {"planned", "reserved", "evicted", "done", "skipped", "failed"};
+  static const std::set<std::string> kStates = {"planned",     "reserved", "evicted", "scaled-up",
+                                                "scaled-down", "done",     "skipped", "failed"};
+  static const std::set<std::string> kPaths = {"", "evict", "surge"};
   static const std::set<std::string> kKinds = {"remap", "migrate", "evict", "admit"};
   for (size_t i = 0; i < steps->size(); ++i) {
     const json& e = (*steps)[i];
@@ -164,6 +226,17 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
       s.request.memory_mib = int_at(*r, "memoryMiB", at + ".request");
     }
     s.state = str_at(e, "state", at);
+    // Journals from before make-before-break have none of these: path ""
+    // (chosen on resume; a step "reserved" checks for its eviction first).
+    s.path = str_at(e, "path", at);
+    s.path_note = str_at(e, "pathNote", at);
+    if (auto sc = e.find("scale"); sc != e.end() && sc->is_object()) {
+      s.scale_kind = str_at(*sc, "kind", at + ".scale");
+      s.scale_name = str_at(*sc, "name", at + ".scale");
+      s.replicas_before = static_cast<int>(int_at(*sc, "replicasBefore", at + ".scale", -1));
+      s.replicas_surge = static_cast<int>(int_at(*sc, "replicasSurge", at + ".scale", -1));
+    }
+    s.new_uid = str_at(e, "newUid", at);
     s.detail = str_at(e, "detail", at);
     s.replacement = str_at(e, "replacement", at);
     s.evict_attempts = static_cast<int>(int_at(e, "evictAttempts", at));
@@ -173,6 +246,11 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
         if (u.is_string()) s.known_uids.push_back(u.get<std::string>());
     if (!kStates.count(s.state)) throw std::runtime_error(fmt::format("{}: unknown state '{}'", at, s.state));
     if (!kKinds.count(s.kind)) throw std::runtime_error(fmt::format("{}: unknown kind '{}'", at, s.kind));
+    if (!kPaths.count(s.path)) throw std::runtime_error(fmt::format("{}: unknown path '{}'", at, s.path));
+    if (s.path == "surge" && (s.scale_kind.empty() || s.scale_name.empty()))
+      throw std::runtime_error(at + ": a surge step needs scale.kind and scale.name");
+    if (s.replicas_before >= 0 && s.replicas_surge != s.replicas_before + 1)
+      throw std::runtime_error(at + ": scale.replicasSurge must be scale.replicasBefore + 1");
     if (s.ns.empty() || s.pod.empty() || s.to.empty())
       throw std::runtime_error(at + ": namespace, pod and to are required");
     out.steps.push_back(std::move(s));
@@ -381,25 +459,338 @@ void DefragExecutor::check_and_reserve(ExecJournal& j, ExecStep& s) {
 
 void DefragExecutor::run_step(ExecJournal& j, ExecStep& s) {
   const bool admit = s.kind == "admit";
-  if (s.state == "planned") check_and_reserve(j, s);
+  const bool fresh = s.state == "planned";
+  if (fresh) check_and_reserve(j, s);
   if (options_.stop() || s.final()) return;
   if (s.state == "reserved") {
     if (admit) {
       s.state = "evicted";  // nothing to evict: wait for the pending pod
     } else {
-      // Resumed after a kill: the eviction may have gone out already.
-      const std::vector<K8sPod> pods = read_pods(j);
-      const K8sPod* p = find_pod(pods, s.ns, s.pod);
-      if (p == nullptr || p->uid != s.uid || p->deleting) {
-        s.state = "evicted";
-        save(j, &s);
-      } else {
-        evict(j, s);
+      if (!fresh && s.path != "surge") {
+        // Resumed after a kill: the eviction may have gone out already
+        // (path "evict", or a journal written before paths existed).
+        const std::vector<K8sPod> pods = read_pods(j);
+        const K8sPod* p = find_pod(pods, s.ns, s.pod);
+        if (p == nullptr || p->uid != s.uid || p->deleting) {
+          if (s.path.empty()) s.path = "evict";
+          s.state = "evicted";
+          save(j, &s);
+        }
       }
+      if (s.state == "reserved" && s.path.empty()) choose_path(j, s);
+      if (s.state == "reserved" && s.path == "surge") scale_up(j, s);
+      if (s.state == "reserved" && s.path == "evict" && !options_.stop()) evict(j, s);
     }
   }
   if (options_.stop() || s.final()) return;
   if (s.state == "evicted") wait_running(j, s);
+  if (s.state == "scaled-up") wait_surged(j, s);
+  if (options_.stop() || s.final()) return;
+  if (s.state == "scaled-down") wait_old_gone(j, s);
+}
+
+void DefragExecutor::choose_path(ExecJournal& j, ExecStep& s) {
+  if (options_.surge == SurgeMode::kNever) {
+    s.path = "evict";
+  } else if (std::string why = surge_owner(s); why.empty()) {
+    s.path = "surge";
+  } else {
+    s.path = "evict";
+    s.path_note = "no surge: " + why;
+    log_info("defrag: evicting (the owner cannot surge)", {{"pod", s.ns + "/" + s.pod}, {"why", why}});
+  }
+  save(j, nullptr);
+}
+
+std::string DefragExecutor::surge_owner(ExecStep& s) {
+  if (s.owner_kind != "ReplicaSet") return s.owner_kind + " pods are replaced only after they stop";
+  if (s.from == s.to) return "a move within one node (the new pod may need the old one's GPUs)";
+  if (!path_safe(s.ns) || !path_safe(s.owner_name)) return "the namespace or owner name is not a valid name";
+  const KubeResponse rs =
+      client_.request("GET", fmt::format("/apis/apps/v1/namespaces/{}/replicasets/{}", s.ns, s.owner_name), "", "");
+  if (!rs.error.empty()) return "reading the ReplicaSet: " + rs.error;
+  const json rs_obj = json::parse(rs.body, nullptr, false);
+  if (!rs_obj.is_object()) return "the ReplicaSet is not JSON";
+  if (!s.owner_uid.empty() && rs_obj["metadata"].value("uid", "") != s.owner_uid)
+    return "the ReplicaSet was recreated since the plan (another UID)";
+  const std::array<std::string, 3> owner = controller_of(rs_obj);
+  const std::string& kind = owner[0];
+  const std::string& name = owner[1];
+  std::string scale_kind = "ReplicaSet", scale_name = s.owner_name;
+  if (kind == "Deployment") {
+    if (!path_safe(name)) return "the Deployment's name is not a valid name";
+    const KubeResponse d =
+        client_.request("GET", fmt::format("/apis/apps/v1/namespaces/{}/deployments/{}", s.ns, name), "", "");
+    if (!d.error.empty()) return "reading the Deployment: " + d.error;
+    const json dep = json::parse(d.body, nullptr, false);
+    if (!dep.is_object()) return "the Deployment is not JSON";
+    const json spec = dep.value("spec", json::object());
+    const int64_t want = number_at(dep, "spec", "replicas", 1);
+    if (spec.value("paused", false)) return fmt::format("Deployment {} is paused", name);
+    if (number_at(dep, "metadata", "generation", 0) != number_at(dep, "status", "observedGeneration", 0) ||
+        number_at(dep, "status", "replicas", 0) != want || number_at(dep, "status", "updatedReplicas", 0) != want ||
+        annotation(dep, "deployment.kubernetes.io/revision") != annotation(rs_obj, "deployment.kubernetes.io/revision"))
+      return fmt::format("Deployment {} is being rolled out", name);
+    scale_kind = "Deployment";
+    scale_name = name;
+  } else if (!kind.empty()) {
+    return fmt::format("the ReplicaSet is owned by {} {}", kind, name);
+  } else if (number_at(rs_obj, "status", "replicas", -1) != number_at(rs_obj, "spec", "replicas", 1)) {
+    return "the ReplicaSet is scaling";
+  }
+  // An autoscaler would fight the change of replicas.
+  const KubeResponse h =
+      client_.request("GET", fmt::format("/apis/autoscaling/v2/namespaces/{}/horizontalpodautoscalers", s.ns), "", "");
+  if (h.status != 404) {
+    if (!h.error.empty()) return "listing HorizontalPodAutoscalers: " + h.error;
+    const json list = json::parse(h.body, nullptr, false);
+    if (!list.is_object()) return "the HorizontalPodAutoscaler list is not JSON";
+    for (const json& hpa : list.value("items", json::array())) {
+      if (!hpa.is_object()) continue;
+      const json ref = hpa.value("spec", json::object()).value("scaleTargetRef", json::object());
+      if (ref.value("kind", "") == scale_kind && ref.value("name", "") == scale_name)
+        return fmt::format("HorizontalPodAutoscaler {} scales {} {}",
+                           hpa.value("metadata", json::object()).value("name", "?"), scale_kind, scale_name);
+    }
+  }
+  // The old pod's deletion cost is written only once the new pod runs: a
+  // dry run now finds a missing permission before anything is scaled.
+  if (std::string err = set_deletion_cost(s, s.pod, true, true); !err.empty())
+    return "cannot set the old pod's " + std::string(kPodDeletionCost) + ": " + err;
+  s.scale_kind = scale_kind;
+  s.scale_name = scale_name;
+  return "";
+}
+
+int DefragExecutor::read_replicas(const ExecStep& s, std::string* error) {
+  const KubeResponse r = client_.request("GET", scale_path(s), "", "");
+  if (!r.error.empty()) {
+    *error = r.error;
+    return -1;
+  }
+  const json scale = json::parse(r.body, nullptr, false);
+  if (!scale.is_object()) {
+    *error = "GET " + scale_path(s) + ": not JSON";
+    return -1;
+  }
+  return static_cast<int>(number_at(scale, "spec", "replicas", 0));  // omitted when 0
+}
+
+KubeResponse DefragExecutor::patch_replicas(const ExecStep& s, int from, int to) {
+  const json patch = json::array({{{"op", "test"}, {"path", "/spec/replicas"}, {"value", from}},
+                                  {{"op", "replace"}, {"path", "/spec/replicas"}, {"value", to}}});
+  return client_.request("PATCH", scale_path(s), patch.dump(), "application/json-patch+json");
+}
+
+std::string DefragExecutor::set_deletion_cost(const ExecStep& s, const std::string& pod, bool lowest, bool dry_run) {
+  if (!path_safe(pod)) return "not a valid pod name: " + pod;
+  json value = lowest ? json(std::string(kLowestDeletionCost)) : json(nullptr);
+  const json patch = {{"metadata", {{"annotations", {{std::string(kPodDeletionCost), value}}}}}};
+  const KubeResponse r =
+      client_.request("PATCH", fmt::format("/api/v1/namespaces/{}/pods/{}{}", s.ns, pod, dry_run ? "?dryRun=All" : ""),
+                      patch.dump(), "application/merge-patch+json");
+  return r.status == 404 ? "" : r.error;  // a pod that is gone needs no cost
+}
+
+void DefragExecutor::scale_up(ExecJournal& j, ExecStep& s) {
+  auto fall_back = [&](const std::string& why) {
+    s.path = "evict";
+    s.path_note = "no surge: " + why;
+    s.replicas_before = s.replicas_surge = -1;
+    log_info("defrag: evicting instead of surging", {{"pod", s.ns + "/" + s.pod}, {"why", why}});
+    save(j, nullptr);
+  };
+  std::string err;
+  const int now = read_replicas(s, &err);
+  if (now < 0) {
+    // Resumed with a scale-up that may have gone out: unknowable now.
+    if (s.replicas_before >= 0) throw std::runtime_error(fmt::format("step {}: reading replicas: {}", s.index, err));
+    return fall_back("reading the scale: " + err);
+  }
+  if (s.replicas_before >= 0 && now == s.replicas_surge) {
+    s.state = "scaled-up";  // resumed: the scale-up went out before the kill
+    save(j, &s);
+    return;
+  }
+  if (s.replicas_before < 0 && now < 1)
+    return fall_back(fmt::format("{} {} is scaled to 0", s.scale_kind, s.scale_name));
+  if (s.replicas_before >= 0 && now != s.replicas_before)
+    return fall_back(
+        fmt::format("replicas are {}, not {} as recorded (changed by someone else)", now, s.replicas_before));
+  // The original count is durable before the scale changes.
+  s.replicas_before = now;
+  s.replicas_surge = now + 1;
+  save(j, nullptr);
+  const KubeResponse r = patch_replicas(s, s.replicas_before, s.replicas_surge);
+  if (!r.error.empty()) {
+    // A reply lost in transit may hide a scale that went out.
+    const int after = read_replicas(s, &err);
+    if (after != s.replicas_surge) return fall_back("scaling up: " + r.error);
+  }
+  s.state = "scaled-up";
+  log_info("defrag: surge", {{"pod", s.ns + "/" + s.pod},
+                             {"owner", s.scale_kind + "/" + s.scale_name},
+                             {"replicas", fmt::format("{} -> {}", s.replicas_before, s.replicas_surge)}});
+  save(j, &s);
+}
+
+void DefragExecutor::wait_surged(ExecJournal& j, ExecStep& s) {
+  {
+    std::string err;
+    const int now = read_replicas(s, &err);
+    if (now < 0) throw std::runtime_error(fmt::format("step {}: reading replicas: {}", s.index, err));
+    if (now == s.replicas_before && !s.new_uid.empty()) {
+      // Resumed: the scale-down went out before the kill.
+      s.state = "scaled-down";
+      save(j, &s);
+      return;
+    }
+    if (now == s.replicas_before) {
+      // Back at N before any new pod ran (a rollback cut short by a kill,
+      // or someone else): nothing of this surge is left to undo.
+      s.state = "failed";
+      s.detail = fmt::format("{} {} is back at {} replicas before a new pod ran on {}; {} left in place", s.scale_kind,
+                             s.scale_name, now, s.to, s.pod);
+      return;
+    }
+    if (now != s.replicas_surge) {
+      s.state = "failed";
+      s.detail = fmt::format("{} {} has {} replicas, neither {} nor {} (changed by someone else); left as they are",
+                             s.scale_kind, s.scale_name, now, s.replicas_before, s.replicas_surge);
+      return;
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + options_.step_timeout;
+  auto fail = [&](std::string why) {
+    const std::string err = roll_back_surge(j, s);
+    s.state = "failed";
+    s.detail =
+        why + (err.empty() ? fmt::format("; {} {} back to {} replicas", s.scale_kind, s.scale_name, s.replicas_before)
+                           : "; rolling back: " + err);
+  };
+  for (;;) {
+    const std::vector<K8sPod> pods = read_pods(j);
+    for (const K8sPod& p : pods) {
+      if (!owned_by_step(p, s) || known(s, p.uid) || p.deleting || p.phase != "Running" || p.node_name.empty())
+        continue;
+      s.replacement = p.name;
+      if (p.node_name != s.to)
+        return fail(fmt::format("{} started on {}, not on {} (the scheduler did not honour the reservation)", p.name,
+                                p.node_name, s.to));
+      s.new_uid = p.uid;
+      save(j, nullptr);
+      return scale_down(j, s);
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return fail(fmt::format("no new pod running on {} within {} s", s.to,
+                              std::chrono::duration_cast<std::chrono::seconds>(options_.step_timeout).count()));
+    if (!sleep_for(options_.poll)) return;
+  }
+}
+
+void DefragExecutor::scale_down(ExecJournal& j, ExecStep& s) {
+  if (std::string err = set_deletion_cost(s, s.pod, true); !err.empty()) {
+    // Without the cost the ReplicaSet would remove the newest pod: undo.
+    const std::string back = roll_back_surge(j, s);
+    s.state = "failed";
+    s.detail = "marking the old pod for deletion: " + err + (back.empty() ? "; replicas restored" : "; " + back);
+    return;
+  }
+  const KubeResponse r = patch_replicas(s, s.replicas_surge, s.replicas_before);
+  if (!r.error.empty()) {
+    std::string err;
+    const int now = read_replicas(s, &err);
+    if (now != s.replicas_before) {
+      (void)set_deletion_cost(s, s.pod, false);
+      s.state = "failed";
+      s.detail = fmt::format("scaling {} {} back to {}: {}; left as it is", s.scale_kind, s.scale_name,
+                             s.replicas_before, r.error);
+      return;
+    }
+  }
+  s.state = "scaled-down";
+  save(j, &s);
+}
+
+void DefragExecutor::wait_old_gone(ExecJournal& j, ExecStep& s) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.step_timeout;
+  const std::string surge = fmt::format("surge: {} {} at {} replicas, then {}", s.scale_kind, s.scale_name,
+                                        s.replicas_surge, s.replicas_before);
+  for (;;) {
+    const std::vector<K8sPod> pods = read_pods(j);
+    const K8sPod* old = find_uid(pods, s.ns, s.uid);
+    const K8sPod* neu = find_uid(pods, s.ns, s.new_uid);
+    if (old == nullptr) {
+      s.state = "done";
+      s.detail = fmt::format("{} runs on {}; {} stopped after it ran ({})", s.replacement, s.to, s.pod, surge);
+      return;
+    }
+    if (!old->deleting && !s.new_uid.empty() && (neu == nullptr || neu->deleting)) {
+      s.state = "failed";
+      s.detail = fmt::format("the controller removed {} instead of {} ({})", s.replacement, s.pod, surge);
+      return;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      s.state = old->deleting ? "done" : "failed";
+      s.detail =
+          old->deleting
+              ? fmt::format("{} runs on {}; {} still terminating ({})", s.replacement, s.to, s.pod, surge)
+              : fmt::format("{} still runs {} s after the scale-down ({})", s.pod,
+                            std::chrono::duration_cast<std::chrono::seconds>(options_.step_timeout).count(), surge);
+      return;
+    }
+    if (!sleep_for(options_.poll)) return;
+  }
+}
+
+std::string DefragExecutor::roll_back_surge(ExecJournal& j, ExecStep& s) {
+  if (s.path != "surge" || s.replicas_before < 0) return "";
+  std::string err;
+  const int now = read_replicas(s, &err);
+  if (now < 0) return "reading replicas: " + err;
+  if (now == s.replicas_before) return "";  // the scale-up never went out, or was undone
+  if (now != s.replicas_surge)
+    return fmt::format("{} {} has {} replicas, neither {} nor {} (changed by someone else); left as they are",
+                       s.scale_kind, s.scale_name, now, s.replicas_before, s.replicas_surge);
+  // The surged pods go first on the scale-down, and never count as a
+  // replacement later; the old pod loses the cost a scale-down that did
+  // not happen may have given it.
+  if (!s.new_uid.empty()) {
+    if (std::string e = set_deletion_cost(s, s.pod, false); !e.empty())
+      log_warn("defrag: cannot clear the old pod's deletion cost", {{"pod", s.ns + "/" + s.pod}, {"error", e}});
+  }
+  for (const K8sPod& p : read_pods(j)) {
+    if (!owned_by_step(p, s) || known(s, p.uid) || p.deleting) continue;
+    if (std::string e = set_deletion_cost(s, p.name, true); !e.empty())
+      log_warn("defrag: cannot mark a surged pod for deletion", {{"pod", s.ns + "/" + p.name}, {"error", e}});
+    s.known_uids.push_back(p.uid);
+  }
+  save(j, nullptr);
+  const KubeResponse r = patch_replicas(s, s.replicas_surge, s.replicas_before);
+  if (!r.error.empty() && read_replicas(s, &err) != s.replicas_before)
+    return fmt::format("scaling {} {} back to {}: {}", s.scale_kind, s.scale_name, s.replicas_before, r.error);
+  log_info("defrag: surge rolled back", {{"pod", s.ns + "/" + s.pod},
+                                         {"owner", s.scale_kind + "/" + s.scale_name},
+                                         {"replicas", std::to_string(s.replicas_before)}});
+  return "";
+}
+
+// Stopped (or released) mid-surge: the owner back at its count and the
+// step "planned" anew (re-checked and reserved again on resume).
+void DefragExecutor::abort_surge(ExecJournal& j, ExecStep& s) {
+  if (!s.surge_pending()) return;
+  if (std::string err = roll_back_surge(j, s); !err.empty()) {
+    log_warn("defrag: cannot undo a surge", {{"pod", s.ns + "/" + s.pod}, {"error", err}});
+    return;  // the journal keeps the record: resume or release retries
+  }
+  s.state = "planned";
+  s.path.clear();
+  s.scale_kind.clear();
+  s.scale_name.clear();
+  s.replicas_before = s.replicas_surge = -1;
+  s.new_uid.clear();
+  s.replacement.clear();
+  save(j, &s);
 }
 
 void DefragExecutor::finish(ExecJournal& j, ExecStep& s) {
@@ -407,15 +798,23 @@ void DefragExecutor::finish(ExecJournal& j, ExecStep& s) {
   const std::string who = s.ns + "/" + s.pod;
   if (s.state == "done") {
     event(s, "GpupackDefragMoved",
-          s.kind == "admit" ? fmt::format("admitted on {} ({}) by gpupack defrag plan {}", s.to, s.gpus, j.plan_id)
-                            : fmt::format("evicted from {} to free GPUs; replacement {} runs on {} (plan {})", s.from,
-                                          s.replacement, s.to, j.plan_id),
+          s.kind == "admit"   ? fmt::format("admitted on {} ({}) by gpupack defrag plan {}", s.to, s.gpus, j.plan_id)
+          : s.path == "surge" ? fmt::format("replaced from {} to free GPUs; {} ran on {} before this pod stopped "
+                                            "({} {} surged by one; plan {})",
+                                            s.from, s.replacement, s.to, s.scale_kind, s.scale_name, j.plan_id)
+                              : fmt::format("evicted from {} to free GPUs; replacement {} runs on {} (plan {})", s.from,
+                                            s.replacement, s.to, j.plan_id),
           false);
   } else if (s.state == "failed" || (s.state == "skipped" && s.evict_attempts > 0)) {
     event(s, s.state == "failed" ? "GpupackDefragFailed" : "GpupackDefragSkipped", s.detail, true);
   }
-  log_info(fmt::format("defrag: step {} {}", s.index, s.state),
-           {{"plan", j.plan_id}, {"kind", s.kind}, {"pod", who}, {"from", s.from}, {"to", s.to}, {"detail", s.detail}});
+  log_info(fmt::format("defrag: step {} {}", s.index, s.state), {{"plan", j.plan_id},
+                                                                 {"kind", s.kind},
+                                                                 {"pod", who},
+                                                                 {"from", s.from},
+                                                                 {"to", s.to},
+                                                                 {"path", s.path},
+                                                                 {"detail", s.detail}});
   save(j, &s);
 }
 
@@ -444,8 +843,11 @@ ExecJournal DefragExecutor::run(ExecJournal j) {
   if (all_final) {
     j.status = "finished";
   } else {
-    // Aborted: nothing of the unfinished steps stays reserved.
-    for (ExecStep& s : j.steps) release(j, s);
+    // Aborted: nothing of the unfinished steps stays reserved or surged.
+    for (ExecStep& s : j.steps) {
+      abort_surge(j, s);
+      release(j, s);
+    }
     j.status = "aborted";
   }
   save(j, nullptr);
@@ -455,8 +857,10 @@ ExecJournal DefragExecutor::run(ExecJournal j) {
 ExecJournal DefragExecutor::release_all(ExecJournal j) {
   // Every step, whatever its flag says: a kill between writing an
   // annotation and the journal leaves a reservation the journal missed.
-  for (ExecStep& s : j.steps)
+  for (ExecStep& s : j.steps) {
+    abort_surge(j, s);  // the owner back at its count
     if (!s.final() || s.reserved) release(j, s, true);
+  }
   j.status = "released";
   save(j, nullptr);
   return j;

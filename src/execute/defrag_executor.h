@@ -14,13 +14,36 @@
 //   reserves the target GPUs: node annotation
 //   reservation.gpupack.io/<plan>.<step> on `to` (reservation_value(): who
 //   it is for, GPUs, request, expiry), which `gpupack serve` honours;
-//   (3) evicts the pod through the Eviction API (UID precondition): HTTP 429
-//   (a PodDisruptionBudget forbids it now) waits retry_429 and retries, at
-//   most max_429_retries times, then the step is "skipped"; 404 means the pod
-//   is already gone; any other error "failed"; (4) waits until a pod of the
-//   same controller with another UID is Running: on `to` the step is "done",
-//   elsewhere "failed" (named); none within step_timeout "failed"; (5)
-//   releases the reservation and writes an Event on the pod. An admit step
+//   (3) picks the step's path (recorded as `path`): "surge" when
+//   options.surge is kAuto and the owner can surge (surge_owner(): a
+//   ReplicaSet with no owner, or owned by a Deployment that is neither
+//   paused nor being rolled out; no HorizontalPodAutoscaler on it; `from`
+//   != `to`; a dry run of the deletion-cost patch accepted), else "evict"
+//   (`path_note` says why);
+//   evict path: (4) evicts the pod through the Eviction API (UID
+//   precondition): HTTP 429 (a PodDisruptionBudget forbids it now) waits
+//   retry_429 and retries, at most max_429_retries times, then the step is
+//   "skipped"; 404 means the pod is already gone; any other error "failed";
+//   (5) waits until a pod of the same controller with another UID is
+//   Running: on `to` the step is "done", elsewhere "failed" (named); none
+//   within step_timeout "failed";
+//   surge path (make-before-break): (4) records the owner's replicas N in
+//   the journal, then scales the owner (its scale subresource, JSON patch
+//   with a test of spec.replicas == N) to N+1: "scaled-up" (a refused
+//   scale-up falls back to the evict path); (5) waits until a pod of the
+//   controller with a UID not in known_uids is Running on `to`; (6) sets
+//   controller.kubernetes.io/pod-deletion-cost to the lowest value on the
+//   old pod and scales back to N (test of N+1): "scaled-down"; (7) waits
+//   until the old pod is gone: "done" (still terminating at step_timeout:
+//   "done" too; still running, or the new pod removed instead: "failed").
+//   The new pod not running within step_timeout, or running elsewhere,
+//   rolls back: the new pods get the lowest deletion cost, the owner is
+//   scaled back to N, the step "failed". Replicas that are neither N nor
+//   N+1 (someone else changed them) are left as they are, the step
+//   "failed". PodDisruptionBudgets are not asked: the owner never runs
+//   fewer pods than N.
+//   Then (last) the reservation is released and an Event written on the
+//   pod. An admit step
 //   reserves for the pending pod by name before the first move (the moves
 //   free those GPUs; nothing else may take them) and, in its turn, waits for
 //   the pod to run there (already there: "done"; elsewhere: "skipped"). Every
@@ -29,13 +52,22 @@
 //   `interval` separates moves (a rate limit).
 // - stop() returning true (SIGINT/SIGTERM in the CLI) ends the run before
 //   the next API call: the reservations of unfinished steps are released and
-//   the journal says "aborted". An evicted pod's replacement is then left to
-//   the scheduler.
+//   the journal says "aborted"; a surge step not yet scaled down is rolled
+//   back (owner at N again, the step "planned" anew: resume checks and
+//   reserves it again). An evicted pod's replacement is then left to the
+//   scheduler.
 // - resume: run() on a journal read back with read_journal() continues with
 //   the first step not final; a step "reserved" re-checks its pod (still
-//   there: evicted now; gone: waited for), one "evicted" is waited for.
-//   release_all() removes every reservation the journal names and marks it
-//   "released" (the cluster as if the unfinished steps had never started).
+//   there: evicted now; gone: waited for), one "evicted" is waited for;
+//   a step without a path (a journal from before surge) is checked as an
+//   evict step, then chooses. A surge step reads the owner's replicas: N+1
+//   means the scale-up went out (waited for as "scaled-up"); N in
+//   "scaled-up" that the scale-down did (once the new pod ran; before, the
+//   step "failed", nothing left to undo).
+//   release_all() removes every reservation the journal names, scales a
+//   surge step's owner back to N where it is still at N+1, and marks the
+//   journal "released" (the cluster as if the unfinished steps had never
+//   started).
 // - Reservations carry an expiry (reservation_ttl), so a killed executor
 //   that is never restarted holds no GPUs past it.
 // - Not thread-safe; the API calls block (KubeClient's timeout).
@@ -63,8 +95,19 @@ struct ExecStep {
   std::string from, to;                           // from = "" for admit
   std::string gpus;                               // gpupack.io/assigned-gpus value on `to`
   Request request;                                // the journal keeps gpu_count, gpu_milli, cpu_milli and memory_mib
-  // planned, reserved, evicted: in progress; done, skipped, failed: final.
+  // planned, reserved, evicted (evict path), scaled-up, scaled-down (surge
+  // path): in progress; done, skipped, failed: final.
   std::string state = "planned";
+  // "" (not chosen yet), "evict" or "surge"; path_note says why "evict"
+  // when surge was allowed but the owner could not surge.
+  std::string path, path_note;
+  // Surge: the object scaled (Deployment or ReplicaSet, in `ns`), its
+  // replicas before (-1 = not recorded yet) and the executor's own value
+  // (replicas_before + 1), and the surged pod's UID once it runs.
+  std::string scale_kind, scale_name;
+  int replicas_before = -1;
+  int replicas_surge = -1;
+  std::string new_uid;
   std::string detail;  // why skipped or failed, or where the replacement runs
   std::string replacement;
   int evict_attempts = 0;
@@ -74,6 +117,10 @@ struct ExecStep {
   std::vector<std::string> known_uids;
 
   bool final() const { return state == "done" || state == "skipped" || state == "failed"; }
+  // The executor's scale-up may be in effect (to be undone on abort/release).
+  bool surge_pending() const {
+    return path == "surge" && replicas_before >= 0 && (state == "reserved" || state == "scaled-up");
+  }
   std::string reservation_key(const std::string& plan_id) const;
 };
 
@@ -102,8 +149,18 @@ void write_journal(const std::string& path, const ExecJournal& j);
 // steps; GPUs, request, expiry).
 std::string reservation_value(const ExecJournal& j, const ExecStep& s, std::chrono::system_clock::time_point expires);
 
+// kAuto: surge where the owner can (Deployment, bare ReplicaSet; see
+// surge_owner()); kNever: always evict then wait.
+enum class SurgeMode { kAuto, kNever };
+
+// The pod-deletion-cost the old pod gets before the scale-down (the
+// ReplicaSet controller deletes the lowest first, among pods equally ready).
+inline constexpr std::string_view kPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost";
+inline constexpr std::string_view kLowestDeletionCost = "-2147483648";
+
 struct ExecOptions {
   std::string journal_path;
+  SurgeMode surge = SurgeMode::kAuto;
   std::chrono::milliseconds interval{10000};       // between moves
   std::chrono::milliseconds poll{1000};            // between reads while waiting
   std::chrono::milliseconds step_timeout{600000};  // replacement running
@@ -137,6 +194,30 @@ class DefragExecutor {
   void release(const ExecJournal& j, ExecStep& s, bool always = false);
   void evict(ExecJournal& j, ExecStep& s);
   void wait_running(ExecJournal& j, ExecStep& s);
+  // Surge path (see the contract).
+  void choose_path(ExecJournal& j, ExecStep& s);
+  // What the step's owner allows: "" = it can surge (scale_kind/name set),
+  // else why not.
+  std::string surge_owner(ExecStep& s);
+  void scale_up(ExecJournal& j, ExecStep& s);
+  void wait_surged(ExecJournal& j, ExecStep& s);
+  void scale_down(ExecJournal& j, ExecStep& s);
+  void wait_old_gone(ExecJournal& j, ExecStep& s);
+  // Undoes the scale-up where it is still in effect: the new pods get the
+  // lowest deletion cost and the owner goes back to replicas_before.
+  // Returns "" or what went wrong; clears the step's scale record when the
+  // owner is back at (or was never moved from) replicas_before.
+  std::string roll_back_surge(ExecJournal& j, ExecStep& s);
+  // roll_back_surge() for a step stopped mid-surge, which becomes
+  // "planned" again (checked, reserved and its path chosen anew on resume).
+  void abort_surge(ExecJournal& j, ExecStep& s);
+  // The owner's spec.replicas now (-1 with `error` set when unreadable).
+  int read_replicas(const ExecStep& s, std::string* error);
+  // JSON patch of the scale subresource: test `from`, replace with `to`.
+  KubeResponse patch_replicas(const ExecStep& s, int from, int to);
+  // Sets (lowest) or removes the pod's deletion cost; "" when done or the
+  // pod is gone. dry_run: only checks that the API would accept it.
+  std::string set_deletion_cost(const ExecStep& s, const std::string& pod, bool lowest, bool dry_run = false);
   void event(const ExecStep& s, const std::string& reason, const std::string& message, bool warning);
   bool sleep_for(std::chrono::milliseconds d);  // false when stopped
 

@@ -2,7 +2,10 @@
 // controller and a scheduler that honours reservations: a plan on a 50-node
 // cluster completes and frees what it predicted; PodDisruptionBudgets hold
 // (HTTP 429 retried, then skipped); a killed executor resumes or releases;
-// only pods with a controller are ever evicted, and only by the Eviction API.
+// only pods with a controller are ever evicted, and only by the Eviction API;
+// a Deployment's (or bare ReplicaSet's) pod moves make-before-break (surge),
+// never below its replica count, and a kill, stop or timeout mid-surge
+// leaves the replicas as they were.
 #include "execute/defrag_executor.h"
 
 #include <fmt/chrono.h>
@@ -13,7 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include "support/cli_runner.h"
@@ -284,6 +291,406 @@ TEST(DefragExecutor, PeriodicRoundsApplyWhenALargePodWaitsAndKeepTheHourlyBudget
   }
 }
 
+// Node a: seven bare one-GPU pods on GPUs 0-6 (GPU 7 free); node b: the
+// two pods of ReplicaSet web-1 (GPUs 0 and 1) and a StatefulSet's db-0 (GPU
+// 2). The step moves `pod` from b to a:7.
+struct SurgeCluster {
+  std::vector<json> nodes = {node_json({.name = "a"}), node_json({.name = "b"})};
+  std::vector<json> pods;
+  SurgeCluster() {
+    for (int i = 0; i < 7; ++i)
+      pods.push_back(
+          pod_json({.name = fmt::format("bare-{}", i), .gpus = 1, .node = "a", .assigned = fmt::format("a:{}", i)}));
+    for (int i = 0; i < 2; ++i)
+      pods.push_back(pod_json({.name = fmt::format("web-1-{}", i),
+                               .gpus = 1,
+                               .node = "b",
+                               .assigned = fmt::format("b:{}", i),
+                               .labels = {{"app", "web"}},
+                               .owner = "web-1"}));
+    pods.push_back(pod_json(
+        {.name = "db-0", .gpus = 1, .node = "b", .assigned = "b:2", .owner = "db", .owner_kind = "StatefulSet"}));
+  }
+};
+
+ExecJournal one_move(const std::string& pod, const std::string& owner, const std::string& owner_kind = "ReplicaSet") {
+  ExecJournal j;
+  j.plan_id = "p1";
+  j.server = "fake";
+  ExecStep s;
+  s.index = 1;
+  s.kind = "migrate";
+  s.ns = "ml";
+  s.pod = pod;
+  s.uid = "uid-" + pod;
+  s.owner_kind = owner_kind;
+  s.owner_name = owner;
+  s.owner_uid = "uid-" + owner;
+  s.from = "b";
+  s.to = "a";
+  s.gpus = "a:7";
+  s.request.gpu_count = 1;
+  s.request.gpu_milli = 1000;
+  s.request.cpu_milli = 4000;
+  s.request.memory_mib = 16384;
+  j.steps.push_back(s);
+  return j;
+}
+
+ExecOptions fast_options(const std::string& journal, std::chrono::milliseconds step_timeout = std::chrono::seconds(5)) {
+  ExecOptions o;
+  o.journal_path = journal;
+  o.interval = std::chrono::milliseconds(0);
+  o.poll = std::chrono::milliseconds(20);
+  o.step_timeout = step_timeout;
+  o.retry_429 = std::chrono::milliseconds(50);
+  return o;
+}
+
+KubeClient client_for(const FakeKubeApi& api) {
+  KubeConfig cfg;
+  cfg.server = api.server();
+  return KubeClient(cfg, 5);
+}
+
+std::vector<std::string> names(const std::vector<json>& pods) {
+  std::vector<std::string> out;
+  for (const json& p : pods) out.push_back(p["metadata"]["name"]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Waits (at most 2 s) until ReplicaSet `rs` has exactly `want` pods, none
+// terminating; returns their names.
+std::vector<std::string> settled_pods(const FakeKubeApi& api, const std::string& rs, size_t want) {
+  auto all = [&] {
+    std::vector<json> out;
+    for (const json& p : api.pods())
+      for (const json& o : p["metadata"].value("ownerReferences", json::array()))
+        if (o.value("name", "") == rs) out.push_back(p);
+    return out;
+  };
+  for (int i = 0; i < 100 && (all().size() != want || api.pods_of(rs).size() != want); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return names(all());
+}
+
+// The surged pod: web-1's pod on a (GPU 7) that is not one of the two first.
+void expect_moved_to_a7(const FakeKubeApi& api) {
+  const std::vector<json> pods = api.pods_of("web-1");
+  ASSERT_EQ(pods.size(), 2U);
+  EXPECT_THAT(names(pods), ::testing::Contains("web-1-1"));
+  EXPECT_THAT(names(pods), ::testing::Not(::testing::Contains("web-1-0")));
+  int on_a = 0;
+  for (const json& p : pods)
+    on_a += p["spec"].value("nodeName", "") == "a" && p["status"]["phase"] == "Running" &&
+            p["metadata"]["annotations"].value("gpupack.io/assigned-gpus", "") == "a:7";
+  EXPECT_EQ(on_a, 1);
+}
+
+TEST(DefragExecutor, ADeploymentsPodMovesMakeBeforeBreak) {
+  const std::string dir = fresh_temp_dir("exec-surge");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(100));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  api.set_delete_delay(std::chrono::milliseconds(150));
+  const KubeClient client = client_for(api);
+  const ExecJournal j = DefragExecutor(client, fast_options(dir + "/j.json")).run(one_move("web-1-0", "web-1"));
+  ASSERT_EQ(j.status, "finished");
+  const ExecStep& s = j.steps[0];
+  EXPECT_EQ(s.state, "done") << s.detail;
+  EXPECT_EQ(s.path, "surge") << s.path_note;
+  EXPECT_EQ(s.scale_kind, "Deployment");
+  EXPECT_EQ(s.scale_name, "web");
+  EXPECT_EQ(s.replicas_before, 2);
+  EXPECT_EQ(read_journal(dir + "/j.json").steps[0].path, "surge");
+  // Scaled to 3 then back to 2; never fewer than 2 Running, 3 at the peak;
+  // the old pod was the one removed, by its controller, not evicted.
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2}));
+  const FakeKubeApi::Workload w = api.workload("web-1");
+  EXPECT_EQ(w.replicas, 2);
+  EXPECT_GE(w.min_running, 2);
+  EXPECT_EQ(w.max_live, 3);
+  EXPECT_EQ(api.deleted_by_controller(), (std::vector<std::string>{"web-1-0"}));
+  EXPECT_TRUE(api.evicted().empty());
+  EXPECT_EQ(api.deletes(), 0);
+  // Done once the old pod is gone, not merely terminating.
+  EXPECT_THAT(names(api.pods()), ::testing::Not(::testing::Contains("web-1-0")));
+  expect_moved_to_a7(api);
+  EXPECT_EQ(api.reservations_now(), 0);
+  ASSERT_EQ(api.events().size(), 1U);
+  EXPECT_EQ(api.events()[0]["reason"], "GpupackDefragMoved");
+}
+
+TEST(DefragExecutor, ABareReplicaSetSurgesItself) {
+  const std::string dir = fresh_temp_dir("exec-surge-rs");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(50));
+  api.add_replicaset("ml", "web-1", 2);
+  const KubeClient client = client_for(api);
+  const ExecJournal j = DefragExecutor(client, fast_options(dir + "/j.json")).run(one_move("web-1-0", "web-1"));
+  EXPECT_EQ(j.steps[0].state, "done") << j.steps[0].detail;
+  EXPECT_EQ(j.steps[0].scale_kind, "ReplicaSet");
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2}));
+  EXPECT_GE(api.workload("web-1").min_running, 2);
+  EXPECT_TRUE(api.evicted().empty());
+  expect_moved_to_a7(api);
+}
+
+// StatefulSet, autoscaled, paused or rolling Deployment, no permission to
+// patch pods, --surge never: today's path (evict, then wait), the reason in the journal.
+TEST(DefragExecutor, OwnersThatCannotSurgeAreEvicted) {
+  struct Case {
+    std::string name, pod, owner, owner_kind, note;
+    std::function<void(FakeKubeApi&)> setup;
+    SurgeMode mode = SurgeMode::kAuto;
+  };
+  const std::vector<Case> cases = {
+      {"statefulset", "db-0", "db", "StatefulSet", "StatefulSet", [](FakeKubeApi&) {}},
+      {"hpa", "web-1-0", "web-1", "ReplicaSet", "HorizontalPodAutoscaler hpa-web scales Deployment web",
+       [](FakeKubeApi& api) {
+         api.add_replicaset("ml", "web-1", 2, "web");
+         api.add_hpa("ml", "hpa-web", "Deployment", "web");
+       }},
+      {"paused", "web-1-0", "web-1", "ReplicaSet", "Deployment web is paused",
+       [](FakeKubeApi& api) { api.add_replicaset("ml", "web-1", 2, "web", true); }},
+      {"rolling", "web-1-0", "web-1", "ReplicaSet", "Deployment web is being rolled out",
+       [](FakeKubeApi& api) { api.add_replicaset("ml", "web-1", 2, "web", false, true); }},
+      {"no-pod-patch", "web-1-0", "web-1", "ReplicaSet",
+       "cannot set the old pod's controller.kubernetes.io/pod-deletion-cost",
+       [](FakeKubeApi& api) {
+         api.add_replicaset("ml", "web-1", 2, "web");
+         api.set_forbid_pod_patch(true);
+       }},
+      {"never", "web-1-0", "web-1", "ReplicaSet", "",
+       [](FakeKubeApi& api) { api.add_replicaset("ml", "web-1", 2, "web"); }, SurgeMode::kNever},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    const std::string dir = fresh_temp_dir("exec-nosurge-" + k.name);
+    SurgeCluster c;
+    FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+    k.setup(api);
+    const KubeClient client = client_for(api);
+    ExecOptions o = fast_options(dir + "/j.json");
+    o.surge = k.mode;
+    const ExecJournal j = DefragExecutor(client, o).run(one_move(k.pod, k.owner, k.owner_kind));
+    const ExecStep& s = j.steps[0];
+    EXPECT_EQ(s.state, "done") << s.detail;
+    EXPECT_EQ(s.path, "evict");
+    if (k.note.empty()) {
+      EXPECT_EQ(s.path_note, "");
+    } else {
+      EXPECT_THAT(s.path_note, HasSubstr(k.note));
+    }
+    ASSERT_EQ(api.evicted().size(), 1U);
+    EXPECT_EQ(api.evicted()[0]["metadata"]["name"], k.pod);
+    EXPECT_TRUE(api.scale_patches().empty());
+    EXPECT_EQ(read_journal(dir + "/j.json").steps[0].path, "evict");
+  }
+}
+
+// The journal as a kill -9 right after the `state` write leaves it.
+ExecJournal killed_after_scale_up(FakeKubeApi& api, const std::string& journal,
+                                  const std::string& state = "scaled-up") {
+  const KubeClient client = client_for(api);
+  ExecOptions o = fast_options(journal);
+  o.on_step = [state](const ExecStep& s) {
+    if (s.state == state) throw std::runtime_error("killed");
+  };
+  EXPECT_THROW(DefragExecutor(client, o).run(one_move("web-1-0", "web-1")), std::runtime_error);
+  return read_journal(journal);
+}
+
+TEST(DefragExecutor, AKillMidSurgeResumesWithTheReplicaCountRestored) {
+  const std::string dir = fresh_temp_dir("exec-surge-kill");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(200));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  const std::string journal = dir + "/j.json";
+  ExecJournal cut = killed_after_scale_up(api, journal);
+  ASSERT_EQ(cut.steps[0].state, "scaled-up");
+  EXPECT_EQ(cut.steps[0].replicas_before, 2);
+  EXPECT_EQ(cut.steps[0].replicas_surge, 3);
+  EXPECT_EQ(api.workload("web-1").replicas, 3);
+  // A kill between the scale-up and its journal write: the journal still
+  // says "reserved", the cluster has the scale-up. Not scaled up twice.
+  cut.steps[0].state = "reserved";
+  const KubeClient client = client_for(api);
+  const ExecJournal j = DefragExecutor(client, fast_options(journal)).run(cut);
+  EXPECT_EQ(j.status, "finished");
+  EXPECT_EQ(j.steps[0].state, "done") << j.steps[0].detail;
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2}));
+  EXPECT_EQ(api.workload("web-1").replicas, 2);
+  EXPECT_GE(api.workload("web-1").min_running, 2);
+  EXPECT_TRUE(api.evicted().empty());
+  expect_moved_to_a7(api);
+  EXPECT_EQ(api.reservations_now(), 0);
+}
+
+// A kill between the scale-down and its journal write: resumed, the step
+// sees the count restored and waits for the old pod; nothing scaled again.
+TEST(DefragExecutor, AKillAfterTheScaleDownResumesToDone) {
+  const std::string dir = fresh_temp_dir("exec-surge-kill-down");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(50));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  api.set_delete_delay(std::chrono::milliseconds(200));
+  const std::string journal = dir + "/j.json";
+  ExecJournal cut = killed_after_scale_up(api, journal, "scaled-down");
+  ASSERT_EQ(cut.steps[0].state, "scaled-down");
+  cut.steps[0].state = "scaled-up";
+  const KubeClient client = client_for(api);
+  const ExecJournal j = DefragExecutor(client, fast_options(journal)).run(cut);
+  EXPECT_EQ(j.steps[0].state, "done") << j.steps[0].detail;
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2}));
+  EXPECT_EQ(api.workload("web-1").replicas, 2);
+  EXPECT_GE(api.workload("web-1").min_running, 2);
+  expect_moved_to_a7(api);
+}
+
+TEST(DefragExecutor, AKillMidSurgeReleasedRestoresTheReplicaCount) {
+  const std::string dir = fresh_temp_dir("exec-surge-release");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(200));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  const std::string journal = dir + "/j.json";
+  const ExecJournal cut = killed_after_scale_up(api, journal);
+  ASSERT_EQ(cut.steps[0].state, "scaled-up");
+  // Let the surged pod run: the release must still remove it, not web-1-0.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const KubeClient client = client_for(api);
+  const ExecJournal j = DefragExecutor(client, fast_options(journal)).release_all(read_journal(journal));
+  EXPECT_EQ(j.status, "released");
+  EXPECT_EQ(read_journal(journal).status, "released");
+  EXPECT_EQ(api.workload("web-1").replicas, 2);
+  EXPECT_EQ(settled_pods(api, "web-1", 2), (std::vector<std::string>{"web-1-0", "web-1-1"}));
+  EXPECT_GE(api.workload("web-1").min_running, 2);
+  EXPECT_EQ(api.reservations_now(), 0);
+}
+
+TEST(DefragExecutor, ASurgedPodThatDoesNotRunInTimeIsRolledBack) {
+  const std::string dir = fresh_temp_dir("exec-surge-timeout");
+  SurgeCluster c;
+  // No scheduler: the surged pod stays pending.
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20), false);
+  api.add_replicaset("ml", "web-1", 2, "web");
+  const KubeClient client = client_for(api);
+  const ExecJournal j = DefragExecutor(client, fast_options(dir + "/j.json", std::chrono::milliseconds(300)))
+                            .run(one_move("web-1-0", "web-1"));
+  const ExecStep& s = j.steps[0];
+  EXPECT_EQ(s.state, "failed");
+  EXPECT_THAT(s.detail, HasSubstr("no new pod running on a"));
+  EXPECT_THAT(s.detail, HasSubstr("back to 2 replicas"));
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2}));
+  EXPECT_EQ(api.workload("web-1").replicas, 2);
+  EXPECT_EQ(settled_pods(api, "web-1", 2), (std::vector<std::string>{"web-1-0", "web-1-1"}));
+  EXPECT_GE(api.workload("web-1").min_running, 2);
+  EXPECT_TRUE(api.evicted().empty());
+  EXPECT_EQ(api.reservations_now(), 0);
+}
+
+TEST(DefragExecutor, ASurgedPodElsewhereIsRolledBack) {
+  const std::string dir = fresh_temp_dir("exec-surge-elsewhere");
+  SurgeCluster c;
+  // a:7 taken since the plan: the surged pod lands on b.
+  c.pods.push_back(pod_json({.name = "blocker", .gpus = 1, .node = "a", .assigned = "a:7"}));
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  const KubeClient client = client_for(api);
+  const ExecJournal j = DefragExecutor(client, fast_options(dir + "/j.json")).run(one_move("web-1-0", "web-1"));
+  const ExecStep& s = j.steps[0];
+  EXPECT_EQ(s.state, "failed");
+  EXPECT_THAT(s.detail, HasSubstr("started on b, not on a"));
+  EXPECT_EQ(api.workload("web-1").replicas, 2);
+  // The surged pod (running, newer, lowest cost) goes; the old one stays.
+  EXPECT_EQ(settled_pods(api, "web-1", 2), (std::vector<std::string>{"web-1-0", "web-1-1"}));
+  EXPECT_GE(api.workload("web-1").min_running, 2);
+  EXPECT_TRUE(api.evicted().empty());
+}
+
+// Through the command line: a pending 6-GPU pod needs one of web's pods
+// moved from b to a's last GPU (db-0 is exempt). --surge auto (the
+// default) surges, --surge never evicts.
+TEST(DefragExecutor, TheCommandLineSurgesByDefaultAndEvictsWithSurgeNever) {
+  for (const std::string mode : {"", "auto", "never"}) {
+    SCOPED_TRACE("--surge " + mode);
+    const std::string dir = fresh_temp_dir("exec-surge-cli-" + mode);
+    SurgeCluster c;
+    c.pods.back()["metadata"]["labels"] = {{"gpupack.io/defrag", "never"}};
+    c.pods.push_back(pod_json({.name = "big", .gpus = 6, .owner = "big"}));
+    FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+    api.add_replicaset("ml", "web-1", 2, "web");
+    const std::string journal = dir + "/journal.json";
+    const RunResult r = run_gpupack("defrag --kubeconfig " + api.kubeconfig(dir) + apply_flags(journal) +
+                                    (mode.empty() ? "" : " --surge " + mode));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const ExecJournal j = read_journal(journal);
+    ASSERT_EQ(j.steps.size(), 2U) << r.output;
+    EXPECT_EQ(j.count("done"), 2) << r.output;
+    EXPECT_EQ(j.steps[0].owner_name, "web-1");
+    EXPECT_EQ(j.steps[0].path, mode == "never" ? "evict" : "surge") << j.steps[0].path_note;
+    EXPECT_EQ(api.evicted().size(), mode == "never" ? 1U : 0U);
+    if (mode == "never") {
+      EXPECT_EQ(api.workload("web-1").min_running, 1);  // what surge avoids
+    } else {
+      EXPECT_THAT(r.output, HasSubstr("scaled-up"));
+      EXPECT_GE(api.workload("web-1").min_running, 2);
+      EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2}));
+    }
+  }
+}
+
+// Someone else scales the owner mid-surge: the executor sees replicas it
+// did not set and leaves them (no scale-down over the other change).
+TEST(DefragExecutor, AConcurrentScaleIsNeverOverwritten) {
+  const std::string dir = fresh_temp_dir("exec-surge-concurrent");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(50));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  const KubeClient client = client_for(api);
+  ExecOptions o = fast_options(dir + "/j.json");
+  o.on_step = [&api](const ExecStep& s) {
+    if (s.state == "scaled-up") api.set_replicas("web-1", 5);
+  };
+  const ExecJournal j = DefragExecutor(client, o).run(one_move("web-1-0", "web-1"));
+  EXPECT_EQ(j.steps[0].state, "failed");
+  EXPECT_THAT(j.steps[0].detail, HasSubstr("has 5 replicas, neither 2 nor 3"));
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3}));
+  EXPECT_EQ(api.workload("web-1").replicas, 5);
+  EXPECT_EQ(api.reservations_now(), 0);
+}
+
+TEST(DefragExecutor, AStopMidSurgeRestoresTheReplicasAndResumes) {
+  const std::string dir = fresh_temp_dir("exec-surge-stop");
+  SurgeCluster c;
+  FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(200));
+  api.add_replicaset("ml", "web-1", 2, "web");
+  const std::string journal = dir + "/j.json";
+  const KubeClient client = client_for(api);
+  ExecOptions o = fast_options(journal);
+  auto stopped = std::make_shared<std::atomic<bool>>(false);
+  o.stop = [stopped] { return stopped->load(); };
+  o.on_step = [stopped](const ExecStep& s) {
+    if (s.state == "scaled-up") *stopped = true;
+  };
+  const ExecJournal cut = DefragExecutor(client, o).run(one_move("web-1-0", "web-1"));
+  EXPECT_EQ(cut.status, "aborted");
+  EXPECT_EQ(cut.steps[0].state, "planned");
+  EXPECT_EQ(read_journal(journal).steps[0].state, "planned");
+  EXPECT_EQ(api.workload("web-1").replicas, 2);
+  EXPECT_EQ(api.reservations_now(), 0);
+  EXPECT_EQ(settled_pods(api, "web-1", 2), (std::vector<std::string>{"web-1-0", "web-1-1"}));
+  // Resumed: the move is made anew, and still make-before-break.
+  const ExecJournal j = DefragExecutor(client, fast_options(journal)).run(read_journal(journal));
+  EXPECT_EQ(j.status, "finished");
+  EXPECT_EQ(j.steps[0].state, "done") << j.steps[0].detail;
+  EXPECT_EQ(api.scale_patches(), (std::vector<int>{3, 2, 3, 2}));
+  EXPECT_EQ(api.workload("web-1").replicas, 2);
+  EXPECT_GE(api.workload("web-1").min_running, 2);
+  expect_moved_to_a7(api);
+}
+
 TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
   ExecJournal j;
   j.plan_id = "p1";
@@ -309,6 +716,29 @@ TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
   j.steps.push_back(s);
   const ExecJournal back = journal_from_json(journal_to_json(j), "test");
   EXPECT_EQ(journal_to_json(back), journal_to_json(j));
+  // A journal from before make-before-break (no path, scale or newUid)
+  // reads as it did: no path chosen, nothing scaled.
+  json old = journal_to_json(j);
+  for (const char* k : {"path", "pathNote", "scale", "newUid"}) old["steps"][0].erase(k);
+  const ExecJournal old_back = journal_from_json(old, "old");
+  EXPECT_EQ(old_back.steps[0].path, "");
+  EXPECT_EQ(old_back.steps[0].replicas_before, -1);
+  EXPECT_EQ(old_back.steps[0].replicas_surge, -1);
+  EXPECT_FALSE(old_back.steps[0].surge_pending());
+  // A surge step mid-way round-trips with its record.
+  ExecJournal surged = j;
+  surged.steps[0].state = "scaled-up";
+  surged.steps[0].path = "surge";
+  surged.steps[0].scale_kind = "Deployment";
+  surged.steps[0].scale_name = "w";
+  surged.steps[0].replicas_before = 4;
+  surged.steps[0].replicas_surge = 5;
+  const ExecJournal surged_back = journal_from_json(journal_to_json(surged), "test");
+  EXPECT_EQ(journal_to_json(surged_back), journal_to_json(surged));
+  EXPECT_TRUE(surged_back.steps[0].surge_pending());
+  json bad_surge = journal_to_json(surged);
+  bad_surge["steps"][0]["scale"]["replicasSurge"] = 7;
+  EXPECT_THROW(journal_from_json(bad_surge, "j.json"), std::runtime_error);
   const json value = json::parse(reservation_value(j, s, std::chrono::system_clock::time_point{}));
   EXPECT_EQ(value["for"]["uid"], "rs");
   EXPECT_EQ(value["gpus"], "a:7");

@@ -10,8 +10,20 @@
 //   the node whose reservation (reservation.gpupack.io/...) is for the pod's
 //   controller or the pod itself, on the reserved GPUs; else first fit on
 //   GPUs neither used nor reserved. A placed pod runs after `start_delay`.
+// - workloads (add_replicaset()): a ReplicaSet, optionally owned by a
+//   Deployment, served under apps/v1 with its scale subresource (GET, and
+//   PATCH as a JSON patch whose "test" op fails with 422), and
+//   HorizontalPodAutoscalers (autoscaling/v2). Its controller runs every
+//   10 ms: fewer live pods than the replicas (the Deployment's, when it has
+//   one) creates pending copies "<rs>-s<n>"; more marks the first by the
+//   ReplicaSet's order (unscheduled, pending, lowest
+//   controller.kubernetes.io/pod-deletion-cost, newest) as terminating, gone
+//   `delete_delay` later. Pod annotation merge patches are served
+//   (dryRun=All changes nothing; set_forbid_pod_patch() answers 403). An
+//   evicted pod of such a ReplicaSet is replaced by this controller.
 // Everything is recorded for the assertions (evictions, 429s, events, the
-// fewest running pods each budget saw).
+// fewest running pods each budget saw, the fewest Running and the most live
+// pods each workload had at any point the fake saw, scale patches).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,7 +31,9 @@
 
 #include "server/httplib_config.h"
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -27,6 +41,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "io/kubectl.h"
@@ -51,11 +66,20 @@ class FakeKubeApi {
             {"status", {{"disruptionsAllowed", allowed}}}};
   }
 
+  // A workload's ReplicaSet: pods whose controller is ReplicaSet `rs`.
+  struct Workload {
+    std::string ns, rs, deployment;  // deployment "" = a bare ReplicaSet
+    int replicas = 0;
+    bool paused = false, rolling_out = false;
+    nlohmann::json template_pod;  // copied for new pods
+    int min_running = 1 << 30, max_live = 0;
+  };
+
   // `scheduling` false: no scheduler thread (pending pods stay pending).
   FakeKubeApi(std::vector<nlohmann::json> nodes, std::vector<nlohmann::json> pods, std::vector<Pdb> pdbs = {},
               std::chrono::milliseconds start_delay = std::chrono::milliseconds(50), bool scheduling = true)
       : nodes_(std::move(nodes)), pdbs_(std::move(pdbs)), start_delay_(start_delay) {
-    for (auto& p : pods) pods_.push_back({std::move(p), {}});
+    for (auto& p : pods) pods_.push_back({std::move(p), {}, {}, ++seq_});
     for (const Pdb& b : pdbs_) min_running_[b.ns + "/" + b.name] = running_selected(b);
     using httplib::Request;
     using httplib::Response;
@@ -111,12 +135,128 @@ class FakeKubeApi {
       ++deletes_;  // the executor must never delete a pod directly
       res.status = 405;
     });
+    srv_.Patch(R"(/api/v1/namespaces/([^/]+)/pods/([^/]+))", [this](const Request& req, Response& res) {
+      std::lock_guard lock(mu_);
+      const nlohmann::json patch = nlohmann::json::parse(req.body, nullptr, false);
+      PodRec* p = find_pod(req.matches[1], req.matches[2]);
+      if (forbid_pod_patch_) {
+        res.status = 403;
+        res.set_content(R"({"kind":"Status","message":"pods is forbidden: cannot patch"})", "application/json");
+        return;
+      }
+      if (p == nullptr || patch.is_discarded() ||
+          req.get_header_value("Content-Type") != "application/merge-patch+json") {
+        res.status = p == nullptr ? 404 : 415;
+        return;
+      }
+      if (req.get_param_value("dryRun") == "All") {
+        res.set_content(p->object.dump(), "application/json");
+        return;
+      }
+      auto& ann = p->object["metadata"]["annotations"];
+      if (!ann.is_object()) ann = nlohmann::json::object();
+      for (const auto& [k, v] : patch["metadata"]["annotations"].items()) {
+        if (v.is_null()) {
+          ann.erase(k);
+        } else {
+          ann[k] = v;
+        }
+      }
+      res.set_content(p->object.dump(), "application/json");
+    });
+    srv_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/replicasets/([^/]+))", [this](const Request& req, Response& res) {
+      std::lock_guard lock(mu_);
+      Workload* w = workload_by_rs(req.matches[1], req.matches[2]);
+      if (w == nullptr) return not_found(res);
+      nlohmann::json meta = {{"name", w->rs},
+                             {"namespace", w->ns},
+                             {"uid", "uid-" + w->rs},
+                             {"annotations", {{"deployment.kubernetes.io/revision", "1"}}}};
+      if (!w->deployment.empty())
+        meta["ownerReferences"] = nlohmann::json::array({{{"apiVersion", "apps/v1"},
+                                                          {"kind", "Deployment"},
+                                                          {"name", w->deployment},
+                                                          {"uid", "uid-" + w->deployment},
+                                                          {"controller", true}}});
+      res.set_content(nlohmann::json({{"apiVersion", "apps/v1"},
+                                      {"kind", "ReplicaSet"},
+                                      {"metadata", meta},
+                                      {"spec", {{"replicas", w->replicas}}},
+                                      {"status", {{"replicas", live(*w)}}}})
+                          .dump(),
+                      "application/json");
+    });
+    srv_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+))", [this](const Request& req, Response& res) {
+      std::lock_guard lock(mu_);
+      Workload* w = workload_by_deployment(req.matches[1], req.matches[2]);
+      if (w == nullptr) return not_found(res);
+      const int status_replicas = w->rolling_out ? w->replicas + 1 : w->replicas;
+      res.set_content(
+          nlohmann::json(
+              {{"apiVersion", "apps/v1"},
+               {"kind", "Deployment"},
+               {"metadata",
+                {{"name", w->deployment},
+                 {"namespace", w->ns},
+                 {"uid", "uid-" + w->deployment},
+                 {"generation", 3},
+                 {"annotations", {{"deployment.kubernetes.io/revision", "1"}}}}},
+               {"spec", {{"replicas", w->replicas}, {"paused", w->paused}}},
+               {"status",
+                {{"observedGeneration", 3}, {"replicas", status_replicas}, {"updatedReplicas", w->replicas}}}})
+              .dump(),
+          "application/json");
+    });
+    srv_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/(deployments|replicasets)/([^/]+)/scale)",
+             [this](const Request& req, Response& res) {
+               std::lock_guard lock(mu_);
+               Workload* w = scaled(req.matches[1], req.matches[2], req.matches[3]);
+               if (w == nullptr) return not_found(res);
+               res.set_content(scale_json(*w).dump(), "application/json");
+             });
+    srv_.Patch(R"(/apis/apps/v1/namespaces/([^/]+)/(deployments|replicasets)/([^/]+)/scale)", [this](const Request& req,
+                                                                                                     Response& res) {
+      std::lock_guard lock(mu_);
+      Workload* w = scaled(req.matches[1], req.matches[2], req.matches[3]);
+      if (w == nullptr) return not_found(res);
+      const nlohmann::json patch = nlohmann::json::parse(req.body, nullptr, false);
+      if (req.get_header_value("Content-Type") != "application/json-patch+json" || !patch.is_array()) {
+        res.status = 415;
+        return;
+      }
+      int replicas = w->replicas;
+      for (const auto& op : patch) {
+        if (op.value("path", "") != "/spec/replicas" || !op.contains("value")) {
+          res.status = 422;
+          return;
+        }
+        if (op["op"] == "test" && op["value"] != replicas) {
+          ++scale_conflicts_;
+          res.status = 422;
+          res.set_content(R"({"kind":"Status","message":"Testing value /spec/replicas failed"})", "application/json");
+          return;
+        }
+        if (op["op"] == "replace") replicas = op["value"].get<int>();
+      }
+      w->replicas = replicas;
+      scale_patches_.push_back(replicas);
+      res.set_content(scale_json(*w).dump(), "application/json");
+    });
+    srv_.Get(R"(/apis/autoscaling/v2/namespaces/([^/]+)/horizontalpodautoscalers)",
+             [this](const Request& req, Response& res) {
+               std::lock_guard lock(mu_);
+               std::vector<nlohmann::json> items;
+               for (const auto& h : hpas_)
+                 if (h["metadata"]["namespace"] == req.matches[1]) items.push_back(h);
+               res.set_content(list(items).dump(), "application/json");
+             });
     port_ = srv_.bind_to_any_port("127.0.0.1");
     server_ = std::thread([this] { srv_.listen_after_bind(); });
     for (int i = 0; i < 500 && !srv_.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     scheduler_ = std::thread([this, scheduling] {
-      while (!stop_ && scheduling) {
-        schedule();
+      while (!stop_) {
+        if (scheduling) schedule();
+        reconcile();
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
     });
@@ -187,12 +327,167 @@ class FakeKubeApi {
     return used;
   }
   void set_start_delay(std::chrono::milliseconds d) { start_delay_ = d; }
+  std::string server() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Registers ReplicaSet `rs` (and Deployment `deployment` owning it) with
+  // `replicas`; its pods must exist (the first is the template).
+  void add_replicaset(const std::string& ns, const std::string& rs, int replicas, const std::string& deployment = "",
+                      bool paused = false, bool rolling_out = false) {
+    std::lock_guard lock(mu_);
+    Workload w{ns, rs, deployment, replicas, paused, rolling_out, nullptr};
+    for (const auto& p : pods_)
+      if (owner_rs(p.object) == rs && p.object["metadata"]["namespace"] == ns) {
+        w.template_pod = p.object;
+        break;
+      }
+    workloads_.push_back(std::move(w));
+    note_workloads();
+  }
+  // A HorizontalPodAutoscaler in `ns` scaling kind/name.
+  void add_hpa(const std::string& ns, const std::string& name, const std::string& kind, const std::string& target) {
+    std::lock_guard lock(mu_);
+    hpas_.push_back({{"apiVersion", "autoscaling/v2"},
+                     {"kind", "HorizontalPodAutoscaler"},
+                     {"metadata", {{"name", name}, {"namespace", ns}}},
+                     {"spec", {{"scaleTargetRef", {{"apiVersion", "apps/v1"}, {"kind", kind}, {"name", target}}}}}});
+  }
+  // The workload of ReplicaSet `rs` as it is now (replicas, and the fewest
+  // Running / most live pods it ever had).
+  Workload workload(const std::string& rs) const {
+    std::lock_guard lock(mu_);
+    for (const Workload& w : workloads_)
+      if (w.rs == rs) return w;
+    return {};
+  }
+  // Live (not terminating) pods of ReplicaSet `rs` now.
+  std::vector<nlohmann::json> pods_of(const std::string& rs) const {
+    std::lock_guard lock(mu_);
+    std::vector<nlohmann::json> out;
+    for (const auto& p : pods_)
+      if (owner_rs(p.object) == rs && !p.object["metadata"].contains("deletionTimestamp")) out.push_back(p.object);
+    return out;
+  }
+  std::vector<int> scale_patches() const {
+    std::lock_guard lock(mu_);
+    return scale_patches_;
+  }
+  int scale_conflicts() const { return scale_conflicts_; }
+  // Pods the ReplicaSet controller removed on a scale-down, in order.
+  std::vector<std::string> deleted_by_controller() const {
+    std::lock_guard lock(mu_);
+    return deleted_by_controller_;
+  }
+  void set_delete_delay(std::chrono::milliseconds d) { delete_delay_ = d; }
+  // Pod patches answered 403 (credentials without `patch pods`).
+  void set_forbid_pod_patch(bool forbid) { forbid_pod_patch_ = forbid; }
+  // Sets replicas as someone else would (an operator, an autoscaler).
+  void set_replicas(const std::string& rs, int replicas) {
+    std::lock_guard lock(mu_);
+    for (Workload& w : workloads_)
+      if (w.rs == rs) w.replicas = replicas;
+  }
 
  private:
   struct PodRec {
     nlohmann::json object;
     std::chrono::steady_clock::time_point runs_at;
+    std::chrono::steady_clock::time_point gone_at = {};  // terminating pods: removed then
+    int seq = 0;                                         // creation order (higher = newer)
   };
+
+  static void not_found(httplib::Response& res) {
+    res.status = 404;
+    res.set_content(R"({"kind":"Status","message":"not found"})", "application/json");
+  }
+  static std::string owner_rs(const nlohmann::json& pod) {
+    for (const auto& o : pod["metadata"].value("ownerReferences", nlohmann::json::array()))
+      if (o.value("controller", false) && o.value("kind", "") == "ReplicaSet") return o.value("name", "");
+    return "";
+  }
+  static bool terminating(const nlohmann::json& pod) { return pod["metadata"].contains("deletionTimestamp"); }
+  static nlohmann::json scale_json(const Workload& w) {
+    return {{"apiVersion", "autoscaling/v1"},
+            {"kind", "Scale"},
+            {"metadata", {{"name", w.deployment.empty() ? w.rs : w.deployment}, {"namespace", w.ns}}},
+            {"spec", {{"replicas", w.replicas}}}};
+  }
+  PodRec* find_pod(const std::string& ns, const std::string& name) {
+    for (auto& p : pods_)
+      if (p.object["metadata"]["namespace"] == ns && p.object["metadata"]["name"] == name) return &p;
+    return nullptr;
+  }
+  Workload* workload_by_rs(const std::string& ns, const std::string& rs) {
+    for (Workload& w : workloads_)
+      if (w.ns == ns && w.rs == rs) return &w;
+    return nullptr;
+  }
+  Workload* workload_by_deployment(const std::string& ns, const std::string& d) {
+    for (Workload& w : workloads_)
+      if (w.ns == ns && !w.deployment.empty() && w.deployment == d) return &w;
+    return nullptr;
+  }
+  // The workload a scale request names: a Deployment, or a bare ReplicaSet.
+  Workload* scaled(const std::string& ns, const std::string& resource, const std::string& name) {
+    if (resource == "deployments") return workload_by_deployment(ns, name);
+    Workload* w = workload_by_rs(ns, name);
+    return w != nullptr && w->deployment.empty() ? w : nullptr;
+  }
+  int live(const Workload& w) const {
+    int n = 0;
+    for (const auto& p : pods_) n += owner_rs(p.object) == w.rs && !terminating(p.object);
+    return n;
+  }
+  void note_workloads() {
+    for (Workload& w : workloads_) {
+      int running = 0;
+      for (const auto& p : pods_)
+        running += owner_rs(p.object) == w.rs && !terminating(p.object) && p.object["status"]["phase"] == "Running";
+      w.min_running = std::min(w.min_running, running);
+      w.max_live = std::max(w.max_live, live(w));
+    }
+  }
+  static int64_t deletion_cost(const nlohmann::json& pod) {
+    const std::string c = pod["metadata"]
+                              .value("annotations", nlohmann::json::object())
+                              .value("controller.kubernetes.io/pod-deletion-cost", "0");
+    return std::stoll(c);
+  }
+  // The ReplicaSet controller (see the header comment).
+  void reconcile() {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    std::erase_if(pods_, [&](const PodRec& p) { return terminating(p.object) && now >= p.gone_at; });
+    for (Workload& w : workloads_) {
+      std::vector<PodRec*> mine;
+      for (auto& p : pods_)
+        if (owner_rs(p.object) == w.rs && p.object["metadata"]["namespace"] == w.ns && !terminating(p.object))
+          mine.push_back(&p);
+      for (int n = static_cast<int>(mine.size()); n < w.replicas; ++n) {
+        nlohmann::json fresh = w.template_pod;
+        const std::string fresh_name = w.rs + "-s" + std::to_string(++created_);
+        fresh["metadata"]["name"] = fresh_name;
+        fresh["metadata"]["uid"] = "uid-" + fresh_name;
+        fresh["metadata"]["annotations"] = nlohmann::json::object();
+        fresh["spec"].erase("nodeName");
+        fresh["status"] = {{"phase", "Pending"}};
+        pods_.push_back({fresh, {}, {}, ++seq_});
+      }
+      if (static_cast<int>(mine.size()) > w.replicas) {
+        auto rank = [](const PodRec* p) {
+          const auto& o = p->object;
+          return std::make_tuple(o["spec"].contains("nodeName") ? 1 : 0, o["status"]["phase"] == "Running" ? 1 : 0,
+                                 deletion_cost(o), -p->seq);
+        };
+        std::sort(mine.begin(), mine.end(), [&](const PodRec* a, const PodRec* b) { return rank(a) < rank(b); });
+        for (size_t k = 0; k < mine.size() - static_cast<size_t>(w.replicas); ++k) {
+          mine[k]->object["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+          mine[k]->gone_at = now + delete_delay_.load();
+          deleted_by_controller_.push_back(mine[k]->object["metadata"]["name"].get<std::string>());
+        }
+      }
+    }
+    note_workloads();
+  }
 
   static nlohmann::json list(const std::vector<nlohmann::json>& items) {
     return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
@@ -263,18 +558,28 @@ class FakeKubeApi {
     evicted_.push_back(gone);
     pods_.erase(it);
     note_budgets();
-    // The ReplicaSet controller: a new pending pod in its place.
+    note_workloads();
+    if (workload_by_rs(ns, owner_rs(gone)) != nullptr) {  // its controller replaces it
+      res.status = 201;
+      res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
+      return;
+    }
+    // The ReplicaSet controller: a new pending pod in its place (a
+    // StatefulSet's: the same name, another UID).
     const auto owners = gone["metadata"].value("ownerReferences", nlohmann::json::array());
     for (const auto& o : owners) {
-      if (!o.value("controller", false) || o.value("kind", "") != "ReplicaSet") continue;
+      const std::string kind = o.value("kind", "");
+      if (!o.value("controller", false) || (kind != "ReplicaSet" && kind != "StatefulSet")) continue;
       nlohmann::json fresh = gone;
-      const std::string fresh_name = o["name"].get<std::string>() + "-r" + std::to_string(++created_);
+      const std::string fresh_name =
+          kind == "StatefulSet" ? name : o["name"].get<std::string>() + "-r" + std::to_string(++created_);
+      if (kind == "StatefulSet") ++created_;
       fresh["metadata"]["name"] = fresh_name;
-      fresh["metadata"]["uid"] = "uid-" + fresh_name;
+      fresh["metadata"]["uid"] = "uid-" + fresh_name + (kind == "StatefulSet" ? "-" + std::to_string(created_) : "");
       fresh["metadata"]["annotations"].erase("gpupack.io/assigned-gpus");
       fresh["spec"].erase("nodeName");
       fresh["status"] = {{"phase", "Pending"}};
-      pods_.push_back({fresh, {}});
+      pods_.push_back({fresh, {}, {}, ++seq_});
     }
     res.status = 201;
     res.set_content(R"({"kind":"Status","status":"Success"})", "application/json");
@@ -312,14 +617,15 @@ class FakeKubeApi {
     for (auto& p : pods_) {
       auto& o = p.object;
       if (o["spec"].contains("nodeName")) {
-        if (o["status"]["phase"] == "Pending" && now >= p.runs_at) {
+        if (o["status"]["phase"] == "Pending" && now >= p.runs_at && !terminating(o)) {
           o["status"]["phase"] = "Running";
           note_budgets();
+          note_workloads();
         }
         continue;
       }
       const int want = gpus_of(o);
-      if (want == 0) continue;
+      if (want == 0 || terminating(o)) continue;
       std::string owner_uid;
       for (const auto& r : o["metadata"].value("ownerReferences", nlohmann::json::array()))
         if (r.value("controller", false)) owner_uid = r.value("uid", "");
@@ -371,7 +677,14 @@ class FakeKubeApi {
   std::vector<nlohmann::json> evicted_, events_;
   std::map<std::string, int> min_running_;
   std::atomic<int> refused_429_{0}, deletes_{0}, reservations_written_{0};
-  int created_ = 0;
+  int created_ = 0, seq_ = 0;
+  std::vector<Workload> workloads_;
+  std::vector<nlohmann::json> hpas_;
+  std::vector<int> scale_patches_;
+  std::vector<std::string> deleted_by_controller_;
+  std::atomic<int> scale_conflicts_{0};
+  std::atomic<bool> forbid_pod_patch_{false};
+  std::atomic<std::chrono::milliseconds> delete_delay_{std::chrono::milliseconds(30)};
   httplib::Server srv_;
   int port_ = 0;
   std::thread server_, scheduler_;
