@@ -187,7 +187,11 @@ LiveDefragInput load_input(const DefragFlags& f, const LiveCluster* live) {
   return live_defrag_input(nodes, pods, pdbs, opt);
 }
 
-nlohmann::json bound_json(const DefragBound& b) {
+// Both bounds (defrag/bound.h, defrag/bound_lagrangian.h); the Lagrangian
+// starts from the LP's duals and aims at what `plan` admits.
+nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                          const PodMoveInfos& infos, const DefragPlan& plan) {
+  const DefragBound b = defrag_bound(state, goal, budget, infos);
   nlohmann::json j = {{"solved", b.solved},
                       {"admitted_gpu_milli", b.admitted_milli},
                       {"certified_gpu_milli", b.certified_milli},
@@ -198,6 +202,19 @@ nlohmann::json bound_json(const DefragBound& b) {
                       {"seconds", b.seconds}};
   for (const DefragBound::Binding& fam : b.binding)
     j["binding"][fam.family] = {{"rows", fam.rows}, {"value_gpu_milli", fam.value_milli}};
+  LagrangianOptions lo;
+  lo.known_milli = static_cast<double>(plan.after.admitted_gpu_milli);
+  lo.start = &b;
+  const LagrangianBound lb = lagrangian_bound(state, goal, budget, infos, lo);
+  j["lagrangian"] = {{"admitted_gpu_milli", lb.bound_milli},
+                     {"start_gpu_milli", lb.start_milli},
+                     {"iterations", lb.iterations},
+                     {"seconds", lb.seconds},
+                     {"gpu_milli_per_extra_move", lb.move_value_milli},
+                     {"cpu_priced_nodes", lb.cpu_priced_nodes},
+                     {"memory_priced_nodes", lb.memory_priced_nodes}};
+  j["used_gpu_milli_before"] = b.used_milli_before;
+  j["capacity_gpu_milli"] = b.capacity_milli;
   return j;
 }
 
@@ -206,7 +223,7 @@ nlohmann::json bound_json(const DefragBound& b) {
 // removal raises it most binds.
 std::string bound_report(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                          const PodMoveInfos& infos, const DefragPlan& plan) {
-  if (goal.kind != GoalKind::kAdmitPending) return "bound: only for --goal admit\n";
+  if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("--bound needs --goal admit");
   const DefragBound b = defrag_bound(state, goal, budget, infos);
   if (!b.solved) return fmt::format("bound: the LP was not solved ({:.1f} s)\n", b.seconds);
   const double cap = b.capacity_milli;
@@ -323,7 +340,10 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   }
   if (f.format == "json") {
     nlohmann::json j = plan_to_json(plan, snap.state, snap.infos);
-    if (f.bound) j["bound"] = bound_json(defrag_bound(snap.state, goal, budget, snap.infos));
+    if (f.bound) {
+      if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("--bound needs --goal admit");
+      j["bound"] = bound_json(snap.state, goal, budget, snap.infos, plan);
+    }
     text = j.dump(2) + "\n";
   }
   if (f.format == "evictions") text = eviction_list(plan, snap.state, snap.infos).dump(2) + "\n";
