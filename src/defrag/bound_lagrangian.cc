@@ -375,6 +375,7 @@ LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& go
   double theta = 1.0;
   int stale = 0;
   for (int it = 0; it < options.iterations; ++it) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.time_limit_s) break;
     const double v = model.value(m, &g);
     ++out.iterations;
     if (v < out.bound_milli) {

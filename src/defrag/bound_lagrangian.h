@@ -19,12 +19,15 @@
 //   recompute.
 // - lagrangian_bound() searches the multipliers by projected subgradient
 //   steps (Polyak step towards `known_milli`, a value some plan reaches) and
-//   returns the lowest value found with its multipliers. Deterministic.
+//   returns the lowest value found with its multipliers. Deterministic
+//   unless `time_limit_s` cuts the search short. A step costs O(nodes x
+//   (classes + size units x distinct sizes) + GPUs x movable pods x size
+//   units): size units are 1000 / the sizes' greatest common divisor (100 on
+//   openb, 3 ms a step).
 // - Where the LP of defrag/bound.h lets pending pods fill slivers
 //   fractionally, here a pending pod takes a GPU's free milli whole or not at
 //   all, so the bound sees that a sliver of 190 milli holds no 220 pod.
-// - Not thread-safe only in the sense of sharing one object; the functions
-//   keep no global state.
+// - The functions keep no global state (safe on separate threads).
 #pragma once
 
 #include <vector>
@@ -36,6 +39,9 @@
 
 namespace gpupack {
 
+// Per class in request order (sorted by GPU count, GPU milli, CPU, memory,
+// allowed models; pending classes from the goal, moved classes from the
+// movable bound pods), per node in node order.
 struct LagrangeMultipliers {
   std::vector<double> pending;  // per pending class, >= 0 (GPU milli per pod)
   std::vector<double> movers;   // per moved class (GPU milli per pod)
@@ -46,6 +52,7 @@ struct LagrangeMultipliers {
 
 struct LagrangianOptions {
   int iterations = 3000;
+  double time_limit_s = 120;           // stop the search after this long (the best value so far is still a bound)
   double known_milli = 0;              // admitted by some plan: the step's target is above it
   const DefragBound* start = nullptr;  // start from this LP's duals (same state, goal, budget, infos)
 };
