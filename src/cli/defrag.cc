@@ -191,7 +191,9 @@ LiveDefragInput load_input(const DefragFlags& f, const LiveCluster* live) {
 // starts from the LP's duals and aims at what `plan` admits.
 nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                           const PodMoveInfos& infos, const DefragPlan& plan) {
+  fmt::print(stderr, "bound: solving the LP ...\n");
   const DefragBound b = defrag_bound(state, goal, budget, infos);
+  fmt::print(stderr, "bound: LP done in {:.1f} s; searching the Lagrangian's prices ...\n", b.seconds);
   nlohmann::json j = {{"solved", b.solved},
                       {"admitted_gpu_milli", b.admitted_milli},
                       {"certified_gpu_milli", b.certified_milli},
@@ -224,7 +226,9 @@ nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, con
 std::string bound_report(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                          const PodMoveInfos& infos, const DefragPlan& plan) {
   if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("--bound needs --goal admit");
+  fmt::print(stderr, "bound: solving the LP ...\n");
   const DefragBound b = defrag_bound(state, goal, budget, infos);
+  fmt::print(stderr, "bound: LP done in {:.1f} s; searching the Lagrangian's prices ...\n", b.seconds);
   if (!b.solved) return fmt::format("bound: the LP was not solved ({:.1f} s)\n", b.seconds);
   const double cap = b.capacity_milli;
   auto pct = [&](double admitted) { return 100.0 * (b.used_milli_before + admitted) / cap; };
@@ -261,6 +265,7 @@ std::string bound_report(const ClusterState& state, const DefragGoal& goal, cons
   for (const auto& fam : families) {
     BoundOptions o;
     o.*(fam.flag) = false;
+    fmt::print(stderr, "bound: the LP without {} ...\n", fam.name);
     const DefragBound w = defrag_bound(state, goal, budget, infos, o);
     if (w.solved)
       out += fmt::format("bound without {}: {:.0f} GPU milli ({:.2f}%)\n", fam.name, w.admitted_milli,

@@ -96,3 +96,32 @@ TEST(DefragCli, BadInputFailsWithAClearMessage) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DefragCli, BoundIsPrintedBesideThePlanAndNeverBelowIt) {
+  const std::string out = fresh_temp_dir("defrag_cli_bound");
+  const RunResult sim = run_gpupack("simulate --synthetic-nodes 40 --policy fgd --seeds 3 --save-state " + out +
+                                    "/state.json --out " + out);
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  const RunResult js = run_gpupack("defrag --state " + out + "/state.json --max-moves-pct 5 --bound --format json");
+  ASSERT_EQ(js.exit_code, 0) << js.output;
+  const auto plan = nlohmann::json::parse(js.output.substr(js.output.find('{')));
+  const auto& b = plan["bound"];
+  ASSERT_TRUE(b["solved"].get<bool>());
+  const double admitted = plan["after"]["admitted_gpu_milli"].get<double>();
+  const double lp = b["admitted_gpu_milli"].get<double>();
+  const double lagrangian = b["lagrangian"]["admitted_gpu_milli"].get<double>();
+  EXPECT_GE(lagrangian + 1e-6, admitted);
+  EXPECT_LE(lagrangian, lp + 1e-6);
+  EXPECT_NEAR(b["certified_gpu_milli"].get<double>(), lp, 1e-6 * std::max(1.0, lp));
+  const RunResult table = run_gpupack("defrag --state " + out + "/state.json --max-moves-pct 5 --bound");
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_THAT(table.output, HasSubstr("bound (Lagrangian, whole pods per GPU): at most"));
+  EXPECT_THAT(table.output, HasSubstr("bound without cpu:"));
+  const RunResult other = run_gpupack("defrag --state " + out + "/state.json --goal free-gpus --bound");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_THAT(other.output, HasSubstr("--bound needs --goal admit"));
+}
+
+}  // namespace
