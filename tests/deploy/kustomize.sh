@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `kubectl kustomize` renders the deploy/ kit (whole kit and base alone)
-# without a cluster, to the expected objects; the PrometheusRule is up to date
-# with deploy/prometheus-rules.yaml. Skips (exit 77) without kubectl.
+# `kubectl kustomize` renders the deploy/ kit (whole kit, base alone and the
+# opt-in defrag executor) without a cluster, to the expected objects; the
+# PrometheusRule is up to date with deploy/prometheus-rules.yaml. Skips
+# (exit 77) without kubectl.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -14,6 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 kubectl kustomize "$root/deploy" > "$tmp/all.yaml"
 kubectl kustomize "$root/deploy/base" > "$tmp/base.yaml"
+kubectl kustomize "$root/deploy/defrag" > "$tmp/defrag.yaml"
 
 # kind/namespace/name of every rendered object, sorted.
 objects() {
@@ -48,6 +50,12 @@ all_expected="$(printf '%s\n%s\n%s\n%s\n' "$base_expected" \
   "ConfigMap gpupack-system gpupack-grafana-dashboard" \
   "PrometheusRule gpupack-system gpupack" \
   "ServiceMonitor gpupack-system gpupack-extender" | sort)"
+defrag_expected="ClusterRole - gpupack-defrag
+ClusterRoleBinding - gpupack-defrag
+Deployment gpupack-system gpupack-defrag
+NetworkPolicy gpupack-system gpupack-defrag
+PersistentVolumeClaim gpupack-system gpupack-defrag-journal
+ServiceAccount gpupack-system gpupack-defrag"
 
 status=0
 if ! diff -u <(printf '%s\n' "$base_expected" | sort) <(objects "$tmp/base.yaml"); then
@@ -58,11 +66,16 @@ if ! diff -u <(printf '%s\n' "$all_expected") <(objects "$tmp/all.yaml"); then
   echo "kubectl kustomize deploy/: unexpected objects (diff above)" >&2
   status=1
 fi
+if ! diff -u <(printf '%s\n' "$defrag_expected" | sort) <(objects "$tmp/defrag.yaml"); then
+  echo "kubectl kustomize deploy/defrag: unexpected objects (diff above)" >&2
+  status=1
+fi
 # The dashboard ConfigMap carries the JSON file and the Grafana sidecar label.
 grep -q '^  gpupack-dashboard.json: ' "$tmp/all.yaml" || { echo "dashboard ConfigMap lacks gpupack-dashboard.json" >&2; status=1; }
 grep -q 'grafana_dashboard: "1"' "$tmp/all.yaml" || { echo "dashboard ConfigMap lacks label grafana_dashboard" >&2; status=1; }
 # The image the kit runs is the one the Containerfile's docs build.
 grep -q 'image: gpupack:0.1.0$' "$tmp/all.yaml" || { echo "rendered kit does not run gpupack:0.1.0" >&2; status=1; }
+[ "$(grep -c 'image: gpupack:0.1.0$' "$tmp/defrag.yaml")" -eq 2 ] || { echo "deploy/defrag does not run gpupack:0.1.0 in both containers" >&2; status=1; }
 "$root/deploy/monitoring/gen-prometheus-rule.sh" --check || status=1
-[ "$status" -eq 0 ] && echo "deploy/ renders: $(objects "$tmp/all.yaml" | wc -l) objects"
+[ "$status" -eq 0 ] && echo "deploy/ renders: $(objects "$tmp/all.yaml" | wc -l) objects, deploy/defrag $(objects "$tmp/defrag.yaml" | wc -l)"
 exit "$status"
