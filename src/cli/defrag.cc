@@ -194,9 +194,10 @@ nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, con
   fmt::print(stderr, "bound: solving the LP ...\n");
   const DefragBound b = defrag_bound(state, goal, budget, infos);
   fmt::print(stderr, "bound: LP done in {:.1f} s; searching the Lagrangian's prices ...\n", b.seconds);
+  const auto or_null = [&](double v) { return b.solved ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json j = {{"solved", b.solved},
-                      {"admitted_gpu_milli", b.admitted_milli},
-                      {"certified_gpu_milli", b.certified_milli},
+                      {"admitted_gpu_milli", or_null(b.admitted_milli)},
+                      {"certified_gpu_milli", or_null(b.certified_milli)},
                       {"moves", b.moves_used},
                       {"gpu_milli_per_extra_move", b.move_value_milli},
                       {"rows", b.rows},
@@ -215,6 +216,9 @@ nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, con
                      {"gpu_milli_per_extra_move", lb.move_value_milli},
                      {"cpu_priced_nodes", lb.cpu_priced_nodes},
                      {"memory_priced_nodes", lb.memory_priced_nodes}};
+  // The bound to quote: the smaller of the LP (certified) and the Lagrangian.
+  j["bound_gpu_milli"] =
+      b.solved ? std::min(std::max(b.admitted_milli, b.certified_milli), lb.bound_milli) : lb.bound_milli;
   j["used_gpu_milli_before"] = b.used_milli_before;
   j["capacity_gpu_milli"] = b.capacity_milli;
   return j;
@@ -232,11 +236,13 @@ std::string bound_report(const ClusterState& state, const DefragGoal& goal, cons
   if (!b.solved) return fmt::format("bound: the LP was not solved ({:.1f} s)\n", b.seconds);
   const double cap = b.capacity_milli;
   auto pct = [&](double admitted) { return 100.0 * (b.used_milli_before + admitted) / cap; };
+  // What does not trust the solver: its optimum, or the certificate when that is higher.
+  const double lp_bound = std::max(b.admitted_milli, b.certified_milli);
   std::string out = fmt::format(
       "bound: at most {:.0f} GPU milli admitted by any plan within the budget (GPU allocation {:.2f}% -> at most "
       "{:.2f}%; certificate {:.0f}; LP {} rows x {} columns, {:.2f} s, {:.0f} moves in the LP's solution, {:.0f} "
       "milli per extra move)\n",
-      b.admitted_milli, pct(0), pct(b.admitted_milli), b.certified_milli, b.rows, b.columns, b.seconds, b.moves_used,
+      lp_bound, pct(0), pct(lp_bound), b.certified_milli, b.rows, b.columns, b.seconds, b.moves_used,
       b.move_value_milli);
   out += "bound: rows the optimum prices, by family:";
   for (const DefragBound::Binding& fam : b.binding)
@@ -252,9 +258,10 @@ std::string bound_report(const ClusterState& state, const DefragGoal& goal, cons
       "iterations, {:.2f} s; {:.0f} milli per extra move, CPU priced on {} nodes, memory on {}\n",
       lb.bound_milli, pct(lb.bound_milli), lb.start_milli, lb.iterations, lb.seconds, lb.move_value_milli,
       lb.cpu_priced_nodes, lb.memory_priced_nodes);
-  out += fmt::format("plan: {:.0f} GPU milli admitted, {:.1f}% of the LP bound's gain, {:.1f}% of the Lagrangian's\n",
-                     gained, b.admitted_milli > 0 ? 100.0 * gained / b.admitted_milli : 100.0,
-                     lb.bound_milli > 0 ? 100.0 * gained / lb.bound_milli : 100.0);
+  const double bound = std::min(lp_bound, lb.bound_milli);
+  out +=
+      fmt::format("bound: {:.0f} GPU milli ({:.2f}%), the smaller of the two; the plan admits {:.0f}, {:.1f}% of it\n",
+                  bound, pct(bound), gained, bound > 0 ? 100.0 * gained / bound : 100.0);
   const struct {
     const char* name;
     bool BoundOptions::*flag;

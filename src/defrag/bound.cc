@@ -1,5 +1,6 @@
 #include "defrag/bound.h"
 
+#include <fmt/format.h>
 #include <glpk.h>
 
 #include <algorithm>
@@ -32,6 +33,22 @@ double certify(const BoundLp& lp, const std::vector<double>& duals) {
   for (size_t j = 0; j < reduced.size(); ++j)
     if (reduced[j] > 0) bound += reduced[j] * lp.upper[j];
   return static_cast<double>(bound);
+}
+
+void check_bound_input(const ClusterState& state, const DefragGoal& goal) {
+  if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("the defrag bounds handle goal admit only");
+  for (int n = 0; n < state.node_count(); ++n)
+    if (state.has_hardware_setup(NodeId{n}))
+      throw std::invalid_argument(fmt::format(
+          "the defrag bounds model plain GPUs only: node {} has a hardware setup (time-slicing, MPS or MIG)",
+          state.node_name(NodeId{n})));
+  for (const PendingPod& p : goal.pending) {
+    if (std::string why = p.request.validate(); !why.empty())
+      throw std::invalid_argument(fmt::format("pending pod {}: {}", static_cast<int>(p.id), why));
+    if (p.request.is_gpu() && (p.request.gpu_milli <= 0 || p.request.gpu_milli > kGpuMilliPerGpu))
+      throw std::invalid_argument(
+          fmt::format("pending pod {}: GPU share {} is not in (0, 1000]", static_cast<int>(p.id), p.request.gpu_milli));
+  }
 }
 
 namespace {
@@ -199,10 +216,10 @@ BoundLp build_lp(const ClusterState& state, const DefragGoal& goal, const Defrag
     }
     if (budget.max_moved_gpu_milli >= 0)
       b.row("moved-milli", -1, milli, static_cast<double>(budget.max_moved_gpu_milli));
-    if (budget.max_cost >= 0) b.row("cost", -1, cost, budget.max_cost);
+    if (budget.max_cost >= 0) b.row("cost", -1, cost, budget.max_cost + 1e-9);  // BudgetUse::within's tolerance
     for (const auto& [group, terms] : groups) {
       auto it = budget.max_unavailable.find(group);
-      if (it != budget.max_unavailable.end()) b.row("group", -1, terms, it->second);
+      if (it != budget.max_unavailable.end()) b.row("group", -1, terms, std::max(it->second, 0));
     }
   }
   return lp;
@@ -236,7 +253,9 @@ bool solve_lp(const BoundLp& lp, double time_limit_s, double* optimum, std::vect
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
   parm.presolve = GLP_OFF;  // duals are needed for every row
-  parm.tm_lim = static_cast<int>(std::min(time_limit_s * 1000, 2e9));
+  // GLPK aborts the process on a negative limit.
+  const double limit_ms = std::isfinite(time_limit_s) ? std::clamp(time_limit_s * 1000, 0.0, 2e9) : 2e9;
+  parm.tm_lim = std::isnan(time_limit_s) ? 0 : static_cast<int>(limit_ms);
   const int was = glp_term_out(GLP_OFF);  // glp_scale_prob prints otherwise
   glp_scale_prob(p, GLP_SF_AUTO);
   const int rc = glp_simplex(p, &parm);
@@ -257,7 +276,7 @@ bool solve_lp(const BoundLp& lp, double time_limit_s, double* optimum, std::vect
 
 DefragBound defrag_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                          const PodMoveInfos& infos, const BoundOptions& options) {
-  if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("the defrag bound handles goal admit only");
+  check_bound_input(state, goal);
   const auto start = std::chrono::steady_clock::now();
   DefragBound out;
   out.used_milli_before = static_cast<double>(state.gpu_used_milli());

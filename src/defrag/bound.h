@@ -18,7 +18,9 @@
 //   (m then counts as a whole GPU) and m for each size m <= 500. Pods go only
 //   to nodes whose GPU model they allow and whose totals could hold them.
 //   Not modelled, so relaxed: which GPU of a node holds what (pods within a
-//   node may be rearranged freely and a remap is not a move), hardware fields.
+//   node may be rearranged freely and a remap is not a move). GPUs are
+//   charged their pods' milli, as on plain GPUs: a state with a hardware
+//   setup (time-slicing, MPS replicas, MIG), whose charges differ, is refused.
 // - The LP is kept (`BoundLp`) with the solver's row duals; certify()
 //   recomputes a bound from any duals by weak duality (every column has a
 //   finite upper bound), independent of the solver: for y >= 0 on the <= rows
@@ -26,7 +28,8 @@
 //   bounds the LP optimum. `certified_milli` is that value for the solver's
 //   duals.
 // - `BoundOptions` drops constraint families, so a caller can report which
-//   binds (the bound without each family, beside the duals' `binding`).
+//   binds (the bound without each family, beside the duals' `binding`);
+//   `budget` drops the move count, moved milli, cost and group rows together.
 // - Not thread-safe (GLPK keeps global state).
 #pragma once
 
@@ -42,9 +45,9 @@ namespace gpupack {
 struct BoundOptions {
   bool cpu = true;
   bool memory = true;
-  bool gpu_packing = true;  // the f_eps rows
-  bool budget = true;       // move count, moved milli, cost, groups
-  double time_limit_s = 600;
+  bool gpu_packing = true;    // the f_eps rows
+  bool budget = true;         // move count, moved milli, cost, groups
+  double time_limit_s = 600;  // GLPK's limit (NaN or negative read as 0: no time)
 };
 
 // A linear program: maximise c x subject to rows, 0 <= x <= upper.
@@ -73,8 +76,9 @@ struct DefragBound {
   double moves_used = 0;        // sum of d in the LP's solution
   double move_value_milli = 0;  // dual of the move-count row: milli per extra move
   // Families with rows the optimum prices (dual > 0: more of it would raise
-  // the bound), most rows first; `value_milli` is their share sum y_i b_i of
-  // the bound (0 for a row with nothing left, which still binds).
+  // the bound), most rows first; `value_milli` is their sum y_i b_i (0 for a
+  // row with nothing left, which still binds). The shares need not add up to
+  // the bound: the columns' upper bounds carry the rest.
   struct Binding {
     std::string family;
     int rows = 0;
@@ -87,9 +91,15 @@ struct DefragBound {
   std::vector<double> duals;  // per row
 };
 
-// Throws std::invalid_argument unless goal.kind is admit.
+// Throws std::invalid_argument (check_bound_input()) on input the bounds
+// do not model.
 DefragBound defrag_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                          const PodMoveInfos& infos, const BoundOptions& options = {});
+
+// Throws std::invalid_argument unless goal.kind is admit, no node has a
+// hardware setup, and every pending request is valid with a GPU share in
+// (0, 1000] when it asks for GPUs.
+void check_bound_input(const ClusterState& state, const DefragGoal& goal);
 
 // Weak-duality bound of `lp` for `duals` (one per row; <= rows' duals below
 // zero are read as zero).

@@ -56,8 +56,7 @@ class Model {
  public:
   Model(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos)
       : max_moves_(budget.max_moves) {
-    if (goal.kind != GoalKind::kAdmitPending)
-      throw std::invalid_argument("the Lagrangian defrag bound handles goal admit only");
+    check_bound_input(state, goal);
     // Classes in request order (the order of defrag/bound.h's rows).
     std::map<ClassKey, PodClass> pending, movers;
     for (const PendingPod& p : goal.pending) {
@@ -387,6 +386,7 @@ LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& go
       stale = 0;
       m = out.multipliers;
       if (theta < 1e-4) break;
+      continue;  // the next step starts from the best prices, with their own subgradient
     }
     double norm = g.move * g.move * (model.max_moves() >= 0);
     for (double x : g.pending) norm += x * x;

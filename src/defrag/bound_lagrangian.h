@@ -23,10 +23,14 @@
 //   unless `time_limit_s` cuts the search short. A step costs O(nodes x
 //   (classes + size units x distinct sizes) + GPUs x movable pods x size
 //   units): size units are 1000 / the sizes' greatest common divisor (100 on
-//   openb, 3 ms a step).
+//   openb, 3 ms a step; one share of 333 milli makes the unit 1 and a step
+//   about 10x slower).
 // - Where the LP of defrag/bound.h lets pending pods fill slivers
 //   fractionally, here a pending pod takes a GPU's free milli whole or not at
-//   all, so the bound sees that a sliver of 190 milli holds no 220 pod.
+//   all, so the bound sees that a sliver of 190 milli holds no 220 pod. It
+//   is not always below the LP: it drops a gang's all-or-none and the moved
+//   milli, cost and group limits, which the LP keeps; the smaller of the two
+//   is the bound to quote. Input checks: check_bound_input().
 // - The functions keep no global state (safe on separate threads).
 #pragma once
 
@@ -73,7 +77,7 @@ struct LagrangianBound {
   int cpu_priced_nodes = 0, memory_priced_nodes = 0;
 };
 
-// Throws std::invalid_argument unless goal.kind is admit.
+// Throws std::invalid_argument as check_bound_input() does.
 LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                                  const PodMoveInfos& infos, const LagrangianOptions& options = {});
 

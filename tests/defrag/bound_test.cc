@@ -25,7 +25,8 @@ TEST(DefragBound, DualFeasibleFunctionCountsLargeSharesAsWholeGpus) {
   EXPECT_EQ(dual_feasible_milli(810, 190), 810);
   EXPECT_EQ(dual_feasible_milli(160, 191), 0);
   EXPECT_EQ(dual_feasible_milli(470, 191), 470);
-  EXPECT_EQ(dual_feasible_milli(1000, 0), 1000);
+  EXPECT_EQ(dual_feasible_milli(1000, 1), 1000);
+  EXPECT_EQ(dual_feasible_milli(500, 500), 500);
 }
 
 // The certificate: the solver's duals give back the LP optimum through weak

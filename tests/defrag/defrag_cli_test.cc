@@ -113,11 +113,13 @@ TEST(DefragCli, BoundIsPrintedBesideThePlanAndNeverBelowIt) {
   const double lp = b["admitted_gpu_milli"].get<double>();
   const double lagrangian = b["lagrangian"]["admitted_gpu_milli"].get<double>();
   EXPECT_GE(lagrangian + 1e-6, admitted);
-  EXPECT_LE(lagrangian, lp + 1e-6);
+  EXPECT_GE(lp + 1e-6, admitted);
   EXPECT_NEAR(b["certified_gpu_milli"].get<double>(), lp, 1e-6 * std::max(1.0, lp));
+  EXPECT_NEAR(b["bound_gpu_milli"].get<double>(), std::min(lp, lagrangian), 1e-6 * std::max(1.0, lp));
   const RunResult table = run_gpupack("defrag --state " + out + "/state.json --max-moves-pct 5 --bound");
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_THAT(table.output, HasSubstr("bound (Lagrangian, whole pods per GPU): at most"));
+  EXPECT_THAT(table.output, HasSubstr("the smaller of the two; the plan admits"));
   EXPECT_THAT(table.output, HasSubstr("bound without cpu:"));
   const RunResult other = run_gpupack("defrag --state " + out + "/state.json --goal free-gpus --bound");
   EXPECT_EQ(other.exit_code, 1);
