@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "sched/filter.h"
+
 namespace gpupack {
 
 double dual_feasible_milli(int32_t milli, int eps) {
@@ -52,16 +54,6 @@ void check_bound_input(const ClusterState& state, const DefragGoal& goal) {
 }
 
 namespace {
-
-// What the LP tells pods apart by.
-using ClassKey = std::tuple<int32_t, int32_t, int64_t, int64_t, ModelMask>;
-ClassKey class_key(const Request& r) { return {r.gpu_count, r.gpu_milli, r.cpu_milli, r.memory_mib, r.allowed_models}; }
-
-bool may_host(const ClusterState& state, NodeId node, const Request& r) {
-  if (state.cpu_total_milli(node) < r.cpu_milli || state.memory_total_mib(node) < r.memory_mib) return false;
-  return !r.is_gpu() ||
-         (model_allowed(r.allowed_models, state.gpu_model(node)) && state.gpu_count(node) >= r.gpu_count);
-}
 
 // eps values of the packing rows, from the GPU shares present.
 std::vector<int> packing_eps(const ClusterState& state, const DefragGoal& goal) {
@@ -151,7 +143,7 @@ BoundLp build_lp(const ClusterState& state, const DefragGoal& goal, const Defrag
   BoundBuilder b(state, options, lp);
 
   // Movable bound pods leave (d_p) and arrive by class (e_{k,n}).
-  std::map<ClassKey, std::pair<Request, std::vector<int>>> movers;  // class -> (request, d columns)
+  std::map<RequestClass, std::pair<Request, std::vector<int>>> movers;  // class -> (request, d columns)
   std::vector<std::pair<int, double>> moves, milli, cost;
   std::map<std::string, std::vector<std::pair<int, double>>> groups;
   for (PodId p : state.bound_pods()) {
@@ -162,7 +154,7 @@ BoundLp build_lp(const ClusterState& state, const DefragGoal& goal, const Defrag
     const int d = b.column(0, 1);
     lp.move_columns.push_back(d);
     b.use(a.node, r, a.gpu_milli, d, -1);
-    auto& cls = movers.try_emplace(class_key(r), r, std::vector<int>{}).first->second;
+    auto& cls = movers.try_emplace(request_class(r), r, std::vector<int>{}).first->second;
     cls.second.push_back(d);
     moves.push_back({d, 1});
     milli.push_back({d, static_cast<double>(r.gpu_count) * a.gpu_milli});
@@ -174,7 +166,7 @@ BoundLp build_lp(const ClusterState& state, const DefragGoal& goal, const Defrag
     std::vector<std::pair<int, double>> balance;  // sum_n e - sum_p d = 0
     for (int d : cls.second) balance.push_back({d, -1});
     for (int n = 0; n < state.node_count(); ++n) {
-      if (!may_host(state, NodeId{n}, cls.first)) continue;
+      if (!fits_empty_plain(state, NodeId{n}, cls.first)) continue;
       const int e = b.column(0, static_cast<double>(cls.second.size()));
       b.use(NodeId{n}, cls.first, cls.first.gpu_milli, e, +1);
       balance.push_back({e, 1});
@@ -183,9 +175,9 @@ BoundLp build_lp(const ClusterState& state, const DefragGoal& goal, const Defrag
   }
 
   // Pending pods by class (a_{k,n}); a gang admits the same fraction t of each.
-  std::map<ClassKey, std::pair<Request, int>> pending;
+  std::map<RequestClass, std::pair<Request, int>> pending;
   for (const PendingPod& p : goal.pending)
-    ++pending.try_emplace(class_key(p.request), p.request, 0).first->second.second;
+    ++pending.try_emplace(request_class(p.request), p.request, 0).first->second.second;
   const int gang = goal.gang ? b.column(0, 1) : -1;
   int pending_cls = 0;
   for (auto& [key, cls] : pending) {
@@ -193,7 +185,7 @@ BoundLp build_lp(const ClusterState& state, const DefragGoal& goal, const Defrag
     const double value = static_cast<double>(std::max<int64_t>(r.total_gpu_milli(), 1));
     std::vector<std::pair<int, double>> supply;
     for (int n = 0; n < state.node_count(); ++n) {
-      if (!may_host(state, NodeId{n}, r)) continue;
+      if (!fits_empty_plain(state, NodeId{n}, r)) continue;
       const int a = b.column(value, count);
       b.use(NodeId{n}, r, r.gpu_milli, a, +1);
       supply.push_back({a, 1});

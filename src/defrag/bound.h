@@ -34,6 +34,7 @@
 #pragma once
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "defrag/budget.h"
@@ -95,6 +96,13 @@ struct DefragBound {
 // do not model.
 DefragBound defrag_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                          const PodMoveInfos& infos, const BoundOptions& options = {});
+
+// What both bounds tell pods apart by, in the order their classes (rows,
+// multipliers) take: GPU count, GPU milli, CPU, memory, allowed models.
+using RequestClass = std::tuple<int32_t, int32_t, int64_t, int64_t, ModelMask>;
+inline RequestClass request_class(const Request& r) {
+  return {r.gpu_count, r.gpu_milli, r.cpu_milli, r.memory_mib, r.allowed_models};
+}
 
 // Throws std::invalid_argument unless goal.kind is admit, no node has a
 // hardware setup, and every pending request is valid with a GPU share in

@@ -9,21 +9,14 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "sched/filter.h"
+
 namespace gpupack {
 
 namespace {
 
 constexpr double kMilliPerCore = 1000;  // multipliers: per core and per GiB
 constexpr double kMibPerGib = 1024;
-
-using ClassKey = std::tuple<int32_t, int32_t, int64_t, int64_t, ModelMask>;
-ClassKey class_key(const Request& r) { return {r.gpu_count, r.gpu_milli, r.cpu_milli, r.memory_mib, r.allowed_models}; }
-
-bool may_host(const ClusterState& state, NodeId node, const Request& r) {
-  if (state.cpu_total_milli(node) < r.cpu_milli || state.memory_total_mib(node) < r.memory_mib) return false;
-  return !r.is_gpu() ||
-         (model_allowed(r.allowed_models, state.gpu_model(node)) && state.gpu_count(node) >= r.gpu_count);
-}
 
 struct PodClass {
   Request request;
@@ -58,16 +51,16 @@ class Model {
       : max_moves_(budget.max_moves) {
     check_bound_input(state, goal);
     // Classes in request order (the order of defrag/bound.h's rows).
-    std::map<ClassKey, PodClass> pending, movers;
+    std::map<RequestClass, PodClass> pending, movers;
     for (const PendingPod& p : goal.pending) {
-      PodClass& c = pending.try_emplace(class_key(p.request), PodClass{p.request, 0, 0}).first->second;
+      PodClass& c = pending.try_emplace(request_class(p.request), PodClass{p.request, 0, 0}).first->second;
       c.value = static_cast<double>(std::max<int64_t>(p.request.total_gpu_milli(), 1));
       ++c.count;
     }
     for (PodId p : state.bound_pods())
       if (!move_info(infos, p).immovable)
-        ++movers.try_emplace(class_key(state.request(p)), PodClass{state.request(p), 0, 0}).first->second.count;
-    std::map<ClassKey, int> mover_index;
+        ++movers.try_emplace(request_class(state.request(p)), PodClass{state.request(p), 0, 0}).first->second.count;
+    std::map<RequestClass, int> mover_index;
     for (auto& [key, c] : pending) pending_.push_back(c);
     for (auto& [key, c] : movers) {
       mover_index[key] = static_cast<int>(movers_.size());
@@ -95,12 +88,12 @@ class Model {
       m.cpu_total = state.cpu_total_milli(node);
       m.mem_total = state.memory_total_mib(node);
       for (size_t k = 0; k < pending_.size(); ++k)
-        if (may_host(state, node, pending_[k].request)) m.pending.push_back(static_cast<int>(k));
+        if (fits_empty_plain(state, node, pending_[k].request)) m.pending.push_back(static_cast<int>(k));
     }
     for (PodId p : state.bound_pods()) {
       if (move_info(infos, p).immovable) continue;
       const Request& r = state.request(p);
-      const int cls = mover_index.at(class_key(r));
+      const int cls = mover_index.at(request_class(r));
       const Assignment& a = state.assignment(p);
       NodeModel& m = nodes_[index(a.node)];
       if (!r.is_gpu()) {
@@ -112,7 +105,7 @@ class Model {
     }
     for (int n = 0; n < state.node_count(); ++n)
       for (size_t k = 0; k < movers_.size(); ++k)
-        if (may_host(state, NodeId{n}, movers_[k].request))
+        if (fits_empty_plain(state, NodeId{n}, movers_[k].request))
           nodes_[static_cast<size_t>(n)].movers.push_back(static_cast<int>(k));
   }
 

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <vector>
 
+#include "sched/filter.h"
+
 namespace gpupack {
 
 namespace {
@@ -194,20 +196,13 @@ class DefragIlp {
     std::vector<std::tuple<int, int, int>> gpu_cols;  // (node, gpu, y col)
   };
 
-  bool may_host(const Pod& p, NodeId node) const {
-    if (state_.cpu_total_milli(node) < p.req.cpu_milli || state_.memory_total_mib(node) < p.req.memory_mib)
-      return false;
-    return !p.req.is_gpu() ||
-           (model_allowed(p.req.allowed_models, state_.gpu_model(node)) && state_.gpu_count(node) >= p.req.gpu_count);
-  }
-
   // x and y columns of one pod with their capacity terms; returns sum_n x.
   Terms place_columns(Pod& p) {
     Terms one;
     for (int n = 0; n < state_.node_count(); ++n) {
       const NodeId node{n};
       const size_t ni = static_cast<size_t>(n);
-      if (!may_host(p, node)) continue;
+      if (!fits_empty_plain(state_, node, p.req)) continue;
       const int x = m_.binary(0);
       p.node_cols.push_back({n, x});
       one.push_back({x, 1});

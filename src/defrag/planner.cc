@@ -125,9 +125,7 @@ class Planner {
   // The cheapest set of pods to displace from `n` so that `req` fits there.
   double plan_clearing(NodeId n, const Request& req, Clearing* out) const {
     const ClusterState& s = state_;
-    if (s.cpu_total_milli(n) < req.cpu_milli || s.memory_total_mib(n) < req.memory_mib) return kInf;
-    if (req.is_gpu() && (!model_allowed(req.allowed_models, s.gpu_model(n)) || s.gpu_count(n) < req.gpu_count))
-      return kInf;
+    if (!fits_empty_plain(s, n, req)) return kInf;
     if (fits(s, n, req)) {
       if (out) *out = Clearing{n, choose_gpus_best_fit(s.gpu_free_milli(n), req), {}, {}, 0};
       return 0;

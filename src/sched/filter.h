@@ -28,6 +28,13 @@ inline bool fits_plain(const ClusterState& s, NodeId n, const Request& r) {
   return count_gpus_with_free(s.gpu_free_milli(n), r.gpu_milli) >= r.gpu_count;
 }
 
+// The openb checks against the node's totals: could the node, emptied, host
+// a plain request? (CPU, memory, GPU model and GPU count.)
+inline bool fits_empty_plain(const ClusterState& s, NodeId n, const Request& r) {
+  if (s.cpu_total_milli(n) < r.cpu_milli || s.memory_total_mib(n) < r.memory_mib) return false;
+  return r.gpu_count == 0 || (model_allowed(r.allowed_models, s.gpu_model(n)) && s.gpu_count(n) >= r.gpu_count);
+}
+
 inline bool fits(const ClusterState& s, NodeId n, const Request& r) {
   if (!r.is_plain() || s.has_hardware_setup(n)) return choose_placement(s, n, r).ok();
   return fits_plain(s, n, r);

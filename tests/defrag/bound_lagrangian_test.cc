@@ -73,10 +73,8 @@ TEST(DefragLagrangianBound, AnyMultipliersBoundTheExactOptimum) {
 // pending or arriving shares in the room left. Classes in request order.
 double brute_force_value(const ClusterState& s, const DefragGoal& goal, const DefragBudget& budget,
                          const PodMoveInfos& infos, const LagrangeMultipliers& m) {
-  auto key = [](const Request& r) {
-    return std::tuple(r.gpu_count, r.gpu_milli, r.cpu_milli, r.memory_mib, r.allowed_models);
-  };
-  std::map<decltype(key(Request{})), std::pair<Request, int>> pending, movers;
+  auto key = [](const Request& r) { return request_class(r); };
+  std::map<RequestClass, std::pair<Request, int>> pending, movers;
   for (const PendingPod& p : goal.pending) ++pending.try_emplace(key(p.request), p.request, 0).first->second.second;
   for (PodId p : s.bound_pods())
     if (!move_info(infos, p).immovable) ++movers.try_emplace(key(s.request(p)), s.request(p), 0).first->second.second;
