@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "defrag/bound.h"
 #include "defrag/bound_lagrangian.h"
 #include "defrag/ilp.h"
 #include "defrag/methods.h"
@@ -113,12 +112,10 @@ int main(int argc, char** argv) {
       const DefragPlan plan = plan_by_method("planner", s.state, goal, budget, s.infos, *policy, {});
       const IlpResult safe = solve_defrag_ilp(s.state, goal, budget, s.infos, 60, true);
       const IlpResult any = solve_defrag_ilp(s.state, goal, budget, s.infos, 60, false);
-      const DefragBound lp = defrag_bound(s.state, goal, budget, s.infos);
-      LagrangianOptions lo;
-      lo.start = &lp;
-      lo.known_milli = static_cast<double>(plan.after.admitted_gpu_milli);
-      const LagrangianBound lb = lagrangian_bound(s.state, goal, budget, s.infos, lo);
-      const double lp_bound = std::max(lp.admitted_milli, lp.certified_milli);
+      const DefragBounds bounds =
+          defrag_bounds(s.state, goal, budget, s.infos, static_cast<double>(plan.after.admitted_gpu_milli));
+      const double lp_bound = bounds.lp_milli;
+      const LagrangianBound& lb = bounds.lagrangian;
       auto exact = [](const IlpResult& r) {
         return r.optimal ? fmt::format("{:.0f}", r.objective) : fmt::format("{:.0f}?", r.objective);
       };

@@ -21,7 +21,6 @@
 
 #include "analyze/defrag_input.h"
 #include "cli/commands.h"
-#include "defrag/bound.h"
 #include "defrag/bound_lagrangian.h"
 #include "defrag/methods.h"
 #include "defrag/plan_writers.h"
@@ -187,13 +186,18 @@ LiveDefragInput load_input(const DefragFlags& f, const LiveCluster* live) {
   return live_defrag_input(nodes, pods, pdbs, opt);
 }
 
-// Both bounds (defrag/bound.h, defrag/bound_lagrangian.h); the Lagrangian
-// starts from the LP's duals and aims at what `plan` admits.
-nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
-                          const PodMoveInfos& infos, const DefragPlan& plan) {
-  fmt::print(stderr, "bound: solving the LP ...\n");
-  const DefragBound b = defrag_bound(state, goal, budget, infos);
-  fmt::print(stderr, "bound: LP done in {:.1f} s; searching the Lagrangian's prices ...\n", b.seconds);
+// Both bounds (defrag/bound_lagrangian.h defrag_bounds()); the Lagrangian
+// aims at what `plan` admits.
+DefragBounds bounds_for(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                        const PodMoveInfos& infos, const DefragPlan& plan) {
+  if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("--bound needs --goal admit");
+  fmt::print(stderr, "bound: solving the LP, then searching the Lagrangian's prices ...\n");
+  return defrag_bounds(state, goal, budget, infos, static_cast<double>(plan.after.admitted_gpu_milli));
+}
+
+nlohmann::json bound_json(const DefragBounds& both) {
+  const DefragBound& b = both.lp;
+  const LagrangianBound& lb = both.lagrangian;
   const auto or_null = [&](double v) { return b.solved ? nlohmann::json(v) : nlohmann::json(nullptr); };
   nlohmann::json j = {{"solved", b.solved},
                       {"admitted_gpu_milli", or_null(b.admitted_milli)},
@@ -205,10 +209,6 @@ nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, con
                       {"seconds", b.seconds}};
   for (const DefragBound::Binding& fam : b.binding)
     j["binding"][fam.family] = {{"rows", fam.rows}, {"value_gpu_milli", fam.value_milli}};
-  LagrangianOptions lo;
-  lo.known_milli = static_cast<double>(plan.after.admitted_gpu_milli);
-  lo.start = &b;
-  const LagrangianBound lb = lagrangian_bound(state, goal, budget, infos, lo);
   j["lagrangian"] = {{"admitted_gpu_milli", lb.bound_milli},
                      {"start_gpu_milli", lb.start_milli},
                      {"iterations", lb.iterations},
@@ -216,49 +216,42 @@ nlohmann::json bound_json(const ClusterState& state, const DefragGoal& goal, con
                      {"gpu_milli_per_extra_move", lb.move_value_milli},
                      {"cpu_priced_nodes", lb.cpu_priced_nodes},
                      {"memory_priced_nodes", lb.memory_priced_nodes}};
-  // The bound to quote: the smaller of the LP (certified) and the Lagrangian.
-  j["bound_gpu_milli"] =
-      b.solved ? std::min(std::max(b.admitted_milli, b.certified_milli), lb.bound_milli) : lb.bound_milli;
+  j["bound_gpu_milli"] = both.bound_milli;  // the smaller of the two
   j["used_gpu_milli_before"] = b.used_milli_before;
   j["capacity_gpu_milli"] = b.capacity_milli;
   return j;
 }
 
-// The LP bound on what any plan could admit (defrag/bound.h), beside the
-// plan, and the bound with each constraint family dropped: the family whose
-// removal raises it most binds.
+// Both bounds beside the plan, and the LP with each constraint family
+// dropped: the family whose removal raises it most binds.
 std::string bound_report(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                          const PodMoveInfos& infos, const DefragPlan& plan) {
-  if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("--bound needs --goal admit");
-  fmt::print(stderr, "bound: solving the LP ...\n");
-  const DefragBound b = defrag_bound(state, goal, budget, infos);
-  fmt::print(stderr, "bound: LP done in {:.1f} s; searching the Lagrangian's prices ...\n", b.seconds);
-  if (!b.solved) return fmt::format("bound: the LP was not solved ({:.1f} s)\n", b.seconds);
-  const double cap = b.capacity_milli;
-  auto pct = [&](double admitted) { return 100.0 * (b.used_milli_before + admitted) / cap; };
-  // What does not trust the solver: its optimum, or the certificate when that is higher.
-  const double lp_bound = std::max(b.admitted_milli, b.certified_milli);
-  std::string out = fmt::format(
-      "bound: at most {:.0f} GPU milli admitted by any plan within the budget (GPU allocation {:.2f}% -> at most "
-      "{:.2f}%; certificate {:.0f}; LP {} rows x {} columns, {:.2f} s, {:.0f} moves in the LP's solution, {:.0f} "
-      "milli per extra move)\n",
-      lp_bound, pct(0), pct(lp_bound), b.certified_milli, b.rows, b.columns, b.seconds, b.moves_used,
-      b.move_value_milli);
-  out += "bound: rows the optimum prices, by family:";
-  for (const DefragBound::Binding& fam : b.binding)
-    out += fmt::format(" {} {} ({:.0f} milli)", fam.family, fam.rows, fam.value_milli);
-  out += "\n";
-  const double gained = static_cast<double>(plan.after.admitted_gpu_milli);
-  LagrangianOptions lo;
-  lo.known_milli = gained;
-  lo.start = &b;
-  const LagrangianBound lb = lagrangian_bound(state, goal, budget, infos, lo);
+  const DefragBounds both = bounds_for(state, goal, budget, infos, plan);
+  const DefragBound& b = both.lp;
+  const LagrangianBound& lb = both.lagrangian;
+  auto pct = [&](double admitted) { return 100.0 * (lb.used_milli_before + admitted) / lb.capacity_milli; };
+  std::string out;
+  if (b.solved) {
+    out += fmt::format(
+        "bound: at most {:.0f} GPU milli admitted by any plan within the budget (GPU allocation {:.2f}% -> at most "
+        "{:.2f}%; certificate {:.0f}; LP {} rows x {} columns, {:.2f} s, {:.0f} moves in the LP's solution, {:.0f} "
+        "milli per extra move)\n",
+        both.lp_milli, pct(0), pct(both.lp_milli), b.certified_milli, b.rows, b.columns, b.seconds, b.moves_used,
+        b.move_value_milli);
+    out += "bound: rows the optimum prices, by family:";
+    for (const DefragBound::Binding& fam : b.binding)
+      out += fmt::format(" {} {} ({:.0f} milli)", fam.family, fam.rows, fam.value_milli);
+    out += "\n";
+  } else {
+    out += fmt::format("bound: the LP was not solved ({:.1f} s)\n", b.seconds);
+  }
   out += fmt::format(
       "bound (Lagrangian, whole pods per GPU): at most {:.0f} GPU milli ({:.2f}%); {:.0f} at the start, {} "
       "iterations, {:.2f} s; {:.0f} milli per extra move, CPU priced on {} nodes, memory on {}\n",
       lb.bound_milli, pct(lb.bound_milli), lb.start_milli, lb.iterations, lb.seconds, lb.move_value_milli,
       lb.cpu_priced_nodes, lb.memory_priced_nodes);
-  const double bound = std::min(lp_bound, lb.bound_milli);
+  const double gained = static_cast<double>(plan.after.admitted_gpu_milli);
+  const double bound = both.bound_milli;
   out +=
       fmt::format("bound: {:.0f} GPU milli ({:.2f}%), the smaller of the two; the plan admits {:.0f}, {:.1f}% of it\n",
                   bound, pct(bound), gained, bound > 0 ? 100.0 * gained / bound : 100.0);
@@ -352,10 +345,7 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   }
   if (f.format == "json") {
     nlohmann::json j = plan_to_json(plan, snap.state, snap.infos);
-    if (f.bound) {
-      if (goal.kind != GoalKind::kAdmitPending) throw std::invalid_argument("--bound needs --goal admit");
-      j["bound"] = bound_json(snap.state, goal, budget, snap.infos, plan);
-    }
+    if (f.bound) j["bound"] = bound_json(bounds_for(snap.state, goal, budget, snap.infos, plan));
     text = j.dump(2) + "\n";
   }
   if (f.format == "evictions") text = eviction_list(plan, snap.state, snap.infos).dump(2) + "\n";

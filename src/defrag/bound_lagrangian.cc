@@ -408,4 +408,18 @@ LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& go
   return out;
 }
 
+DefragBounds defrag_bounds(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                           const PodMoveInfos& infos, double known_milli) {
+  DefragBounds out;
+  out.lp = defrag_bound(state, goal, budget, infos);
+  out.lp_milli =
+      out.lp.solved ? std::max(out.lp.admitted_milli, out.lp.certified_milli) : std::numeric_limits<double>::infinity();
+  LagrangianOptions options;
+  options.known_milli = known_milli;
+  options.start = &out.lp;
+  out.lagrangian = lagrangian_bound(state, goal, budget, infos, options);
+  out.bound_milli = std::min(out.lp_milli, out.lagrangian.bound_milli);
+  return out;
+}
+
 }  // namespace gpupack

@@ -81,6 +81,19 @@ struct LagrangianBound {
 LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                                  const PodMoveInfos& infos, const LagrangianOptions& options = {});
 
+// Both bounds as a caller quotes them: the LP (`lp_milli`: its optimum, or
+// the certificate when that is higher; infinity when GLPK did not solve it),
+// then the Lagrangian started from the LP's duals, aiming at `known_milli`;
+// `bound_milli` is the smaller of the two.
+struct DefragBounds {
+  DefragBound lp;
+  LagrangianBound lagrangian;
+  double lp_milli = 0;
+  double bound_milli = 0;
+};
+DefragBounds defrag_bounds(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                           const PodMoveInfos& infos, double known_milli);
+
 // The bound for given multipliers (vectors sized as lagrangian_bound()
 // returns them, else std::invalid_argument; negative values of the
 // sign-constrained ones are read as 0).
