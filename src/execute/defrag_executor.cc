@@ -42,14 +42,6 @@ int64_t int_at(const json& j, const char* key, const std::string& where, int64_t
   return it->get<int64_t>();
 }
 
-// A name that is safe in an API path (DNS label or subdomain characters).
-bool path_safe(const std::string& name) {
-  if (name.empty() || name.size() > 253) return false;
-  for (char c : name)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-  return name.front() != '.' && name != "..";
-}
-
 std::string scale_path(const ExecStep& s) {
   return fmt::format("/apis/apps/v1/namespaces/{}/{}/{}/scale", s.ns,
                      s.scale_kind == "Deployment" ? "deployments" : "replicasets", s.scale_name);
@@ -249,6 +241,10 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
     if (!kPaths.count(s.path)) throw std::runtime_error(fmt::format("{}: unknown path '{}'", at, s.path));
     if (s.path == "surge" && (s.scale_kind.empty() || s.scale_name.empty()))
       throw std::runtime_error(at + ": a surge step needs scale.kind and scale.name");
+    if (!s.scale_name.empty())  // it goes into the scale call's path
+      if (std::string bad = KubeClient::check_object_path(at + ".scale", s.ns, s.scale_name, s.scale_kind);
+          !bad.empty())
+        throw std::runtime_error(bad);
     if (s.replicas_before >= 0 && s.replicas_surge != s.replicas_before + 1)
       throw std::runtime_error(at + ": scale.replicasSurge must be scale.replicasBefore + 1");
     if (s.ns.empty() || s.pod.empty() || s.to.empty())
@@ -505,7 +501,8 @@ void DefragExecutor::choose_path(ExecJournal& j, ExecStep& s) {
 std::string DefragExecutor::surge_owner(ExecStep& s) {
   if (s.owner_kind != "ReplicaSet") return s.owner_kind + " pods are replaced only after they stop";
   if (s.from == s.to) return "a move within one node (the new pod may need the old one's GPUs)";
-  if (!path_safe(s.ns) || !path_safe(s.owner_name)) return "the namespace or owner name is not a valid name";
+  if (std::string bad = KubeClient::check_object_path("GET replicaset", s.ns, s.owner_name, "ReplicaSet"); !bad.empty())
+    return bad;
   const KubeResponse rs =
       client_.request("GET", fmt::format("/apis/apps/v1/namespaces/{}/replicasets/{}", s.ns, s.owner_name), "", "");
   if (!rs.error.empty()) return "reading the ReplicaSet: " + rs.error;
@@ -518,7 +515,8 @@ std::string DefragExecutor::surge_owner(ExecStep& s) {
   const std::string& name = owner[1];
   std::string scale_kind = "ReplicaSet", scale_name = s.owner_name;
   if (kind == "Deployment") {
-    if (!path_safe(name)) return "the Deployment's name is not a valid name";
+    if (std::string bad = KubeClient::check_object_path("GET deployment", s.ns, name, "Deployment"); !bad.empty())
+      return bad;
     const KubeResponse d =
         client_.request("GET", fmt::format("/apis/apps/v1/namespaces/{}/deployments/{}", s.ns, name), "", "");
     if (!d.error.empty()) return "reading the Deployment: " + d.error;
@@ -583,7 +581,7 @@ KubeResponse DefragExecutor::patch_replicas(const ExecStep& s, int from, int to)
 }
 
 std::string DefragExecutor::set_deletion_cost(const ExecStep& s, const std::string& pod, bool lowest, bool dry_run) {
-  if (!path_safe(pod)) return "not a valid pod name: " + pod;
+  if (std::string bad = KubeClient::check_object_path("PATCH pod", s.ns, pod); !bad.empty()) return bad;
   json value = lowest ? json(std::string(kLowestDeletionCost)) : json(nullptr);
   const json patch = {{"metadata", {{"annotations", {{std::string(kPodDeletionCost), value}}}}}};
   const KubeResponse r =

@@ -197,6 +197,11 @@ std::string check_pod_path(std::string_view call, const std::string& ns, const s
 
 }  // namespace
 
+std::string KubeClient::check_object_path(std::string_view call, const std::string& ns, const std::string& name,
+                                          std::string_view noun) {
+  return check_pod_path(call, ns, name, noun);
+}
+
 std::string KubeClient::patch_pod_annotations(const std::string& ns, const std::string& name,
                                               const std::map<std::string, std::string>& annotations) const {
   if (std::string bad = check_pod_path("PATCH pod", ns, name); !bad.empty()) return bad;

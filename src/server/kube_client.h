@@ -109,6 +109,13 @@ class KubeClient {
   KubeResponse list_kai_pod_groups() const {
     return request("GET", "/apis/scheduling.run.ai/v2alpha2/podgroups", "", "");
   }
+  // "" when `ns` is a namespace and `name` an object name as the API
+  // requires (DNS-1123 label and subdomain), so the name is one path segment
+  // as it stands; else why not, naming `call` and `noun`. Every method here
+  // that puts a name into a path checks it so; callers that build their own
+  // paths use this.
+  static std::string check_object_path(std::string_view call, const std::string& ns, const std::string& name,
+                                       std::string_view noun = "pod");
   std::string patch_pod_annotations(const std::string& ns, const std::string& name,
                                     const std::map<std::string, std::string>& annotations) const;
   std::string create_binding(const std::string& ns, const std::string& name, const std::string& uid,

@@ -739,6 +739,10 @@ TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
   json bad_surge = journal_to_json(surged);
   bad_surge["steps"][0]["scale"]["replicasSurge"] = 7;
   EXPECT_THROW(journal_from_json(bad_surge, "j.json"), std::runtime_error);
+  // The scaled object's name goes into an API path: one that is not a name is refused.
+  json bad_name = journal_to_json(surged);
+  bad_name["steps"][0]["scale"]["name"] = "../../nodes/x";
+  EXPECT_THROW(journal_from_json(bad_name, "j.json"), std::runtime_error);
   const json value = json::parse(reservation_value(j, s, std::chrono::system_clock::time_point{}));
   EXPECT_EQ(value["for"]["uid"], "rs");
   EXPECT_EQ(value["gpus"], "a:7");
