@@ -15,19 +15,27 @@ namespace gpupack {
 namespace {
 
 using testing::make_random_cluster;
+using testing::nodes;
+using testing::shared;
 
-std::vector<NodeSpec> nodes(int count, int gpus, int64_t cpu_milli = 32000) {
-  std::vector<NodeSpec> out;
-  for (int i = 0; i < count; ++i) out.push_back({"n" + std::to_string(i), cpu_milli, 65536, gpus, 0});
-  return out;
+// Largest values of random prices: pending, movers (drawn around 0), CPU,
+// memory, move.
+struct PriceScales {
+  double pending, movers, cpu, memory, move;
+};
+
+void randomize(LagrangeMultipliers& m, Rng& rng, const PriceScales& scale) {
+  auto draw = [&](double top) { return top * static_cast<double>(rng.below(1001)) / 1000.0; };
+  for (double& x : m.pending) x = draw(scale.pending);
+  for (double& x : m.movers) x = draw(scale.movers) - scale.movers / 2;
+  for (double& x : m.cpu) x = draw(scale.cpu);
+  for (double& x : m.memory) x = draw(scale.memory);
+  m.move = draw(scale.move);
 }
 
-Request shared(int32_t milli, int64_t cpu = 1000) { return Request{cpu, 1024, 1, milli, 0}; }
-
 // Weak duality: the value at any multipliers bounds the exact optimum (the
-// ILP over GPUs, order of moves ignored), so random multipliers test that
-// every per-GPU subproblem is solved exactly; the searched multipliers stay
-// at or below the LP they start from.
+// ILP over GPUs, order of moves ignored), checked at the searched
+// multipliers and at random ones.
 TEST(DefragLagrangianBound, AnyMultipliersBoundTheExactOptimum) {
   int compared = 0, below_lp = 0, unlimited = 0;
   Rng rng(7);
@@ -52,12 +60,7 @@ TEST(DefragLagrangianBound, AnyMultipliersBoundTheExactOptimum) {
     unlimited += budget.max_moves < 0;
     for (int trial = 0; trial < 20; ++trial) {
       LagrangeMultipliers m = b.multipliers;
-      auto draw = [&](double scale) { return scale * static_cast<double>(rng.below(1001)) / 1000.0; };
-      for (double& x : m.pending) x = draw(1200);
-      for (double& x : m.movers) x = draw(2000) - 1000;
-      for (double& x : m.cpu) x = draw(300);
-      for (double& x : m.memory) x = draw(100);
-      m.move = draw(1500);
+      randomize(m, rng, {1200, 2000, 300, 100, 1500});
       EXPECT_GE(lagrangian_value(c.state, goal, budget, c.infos, m) + 1e-6, exact.objective)
           << "seed " << seed << " trial " << trial;
     }
@@ -159,12 +162,7 @@ TEST(DefragLagrangianBound, EachSubproblemIsSolvedExactly) {
     LagrangianOptions options;
     options.iterations = 1;
     LagrangeMultipliers m = lagrangian_bound(s, goal, budget, infos, options).multipliers;
-    auto draw = [&](double scale) { return scale * static_cast<double>(rng.below(1001)) / 1000.0; };
-    for (double& x : m.pending) x = draw(1200);
-    for (double& x : m.movers) x = draw(1200) - 600;
-    for (double& x : m.cpu) x = draw(200);
-    for (double& x : m.memory) x = draw(100);
-    m.move = draw(400);
+    randomize(m, rng, {1200, 1200, 200, 100, 400});
     EXPECT_NEAR(lagrangian_value(s, goal, budget, infos, m), brute_force_value(s, goal, budget, infos, m), 1e-6)
         << "seed " << seed;
   }

@@ -10,15 +10,9 @@ namespace gpupack {
 namespace {
 
 using testing::make_random_cluster;
-
-std::vector<NodeSpec> nodes(int count, int gpus, int64_t cpu_milli = 32000) {
-  std::vector<NodeSpec> out;
-  for (int i = 0; i < count; ++i) out.push_back({"n" + std::to_string(i), cpu_milli, 65536, gpus, 0});
-  return out;
-}
-
-Request shared(int32_t milli, int64_t cpu = 1000) { return Request{cpu, 1024, 1, milli, 0}; }
-Request whole(int32_t gpus, int64_t cpu = 1000) { return Request{cpu, 1024, gpus, 1000, 0}; }
+using testing::nodes;
+using testing::shared;
+using testing::whole;
 
 TEST(DefragBound, DualFeasibleFunctionCountsLargeSharesAsWholeGpus) {
   EXPECT_EQ(dual_feasible_milli(810, 191), 1000);  // 810 > 1000 - 191

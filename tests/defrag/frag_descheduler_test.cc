@@ -15,12 +15,11 @@ namespace gpupack {
 namespace {
 
 using testing::make_random_cluster;
+using testing::shared;
+using testing::whole;
 
 constexpr FragDeschedulerRule kRules[] = {FragDeschedulerRule::kFragOnePod, FragDeschedulerRule::kFragMultiPod,
                                           FragDeschedulerRule::kCosSim};
-
-Request shared(int32_t milli, int64_t cpu = 1000) { return Request{cpu, 1024, 1, milli, 0}; }
-Request whole(int32_t gpus, int64_t cpu = 1000) { return Request{cpu, 1024, gpus, 1000, 0}; }
 
 TEST(FragDescheduler, PlansAreValidWithinTheBudgetAndLeaveTheStateAlone) {
   int moves = 0, admitted = 0;

@@ -4,12 +4,13 @@
 
 #include "defrag/plan.h"
 #include "defrag/planner.h"
+#include "defrag/random_cluster.h"
 
 namespace gpupack {
 namespace {
 
-Request shared(int32_t milli, int64_t cpu = 1000) { return Request{cpu, 1024, 1, milli, 0}; }
-Request whole(int32_t gpus, int64_t cpu = 1000) { return Request{cpu, 1024, gpus, 1000, 0}; }
+using testing::shared;
+using testing::whole;
 
 void expect_valid(const ClusterState& s, const DefragPlan& plan, const DefragGoal& goal,
                   const DefragBudget& budget = {}) {

@@ -12,15 +12,9 @@ namespace gpupack {
 namespace {
 
 using testing::make_random_cluster;
-
-std::vector<NodeSpec> nodes(int count, int gpus, int64_t cpu_milli = 32000) {
-  std::vector<NodeSpec> out;
-  for (int i = 0; i < count; ++i) out.push_back({"n" + std::to_string(i), cpu_milli, 65536, gpus, 0});
-  return out;
-}
-
-Request shared(int32_t milli, int64_t cpu = 1000) { return Request{cpu, 1024, 1, milli, 0}; }
-Request whole(int32_t gpus, int64_t cpu = 1000) { return Request{cpu, 1024, gpus, 1000, 0}; }
+using testing::nodes;
+using testing::shared;
+using testing::whole;
 
 // Every bound pod keeps its request and assignment.
 void expect_same_pods(const ClusterState& a, const ClusterState& b) {

@@ -1,7 +1,9 @@
-// Test support: small random clusters packed full of shared and whole-GPU
-// pods, with pending pods that do not fit and random move metadata.
+// Test support: small clusters by hand (nodes(), shared(), whole()) and
+// small random clusters packed full of shared and whole-GPU pods, with
+// pending pods that do not fit and random move metadata.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "defrag/budget.h"
@@ -12,6 +14,15 @@
 #include "sim/random.h"
 
 namespace gpupack::testing {
+
+// `count` nodes n0, n1, ... of `gpus` GPUs, `cpu_milli` CPU and 64 GiB.
+inline std::vector<NodeSpec> nodes(int count, int gpus, int64_t cpu_milli = 32000) {
+  std::vector<NodeSpec> out;
+  for (int i = 0; i < count; ++i) out.push_back({"n" + std::to_string(i), cpu_milli, 65536, gpus, 0});
+  return out;
+}
+inline Request shared(int32_t milli, int64_t cpu = 1000) { return Request{cpu, 1024, 1, milli, 0}; }
+inline Request whole(int32_t gpus, int64_t cpu = 1000) { return Request{cpu, 1024, gpus, 1000, 0}; }
 
 struct RandomCluster {
   ClusterState state;
