@@ -241,6 +241,8 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
     if (!kPaths.count(s.path)) throw std::runtime_error(fmt::format("{}: unknown path '{}'", at, s.path));
     if (s.path == "surge" && (s.scale_kind.empty() || s.scale_name.empty()))
       throw std::runtime_error(at + ": a surge step needs scale.kind and scale.name");
+    if (!s.scale_kind.empty() && s.scale_kind != "Deployment" && s.scale_kind != "ReplicaSet")
+      throw std::runtime_error(fmt::format("{}.scale: unknown kind '{}' (Deployment or ReplicaSet)", at, s.scale_kind));
     if (!s.scale_name.empty())  // it goes into the scale call's path
       if (std::string bad = KubeClient::check_object_path(at + ".scale", s.ns, s.scale_name, s.scale_kind);
           !bad.empty())

@@ -743,6 +743,9 @@ TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {
   json bad_name = journal_to_json(surged);
   bad_name["steps"][0]["scale"]["name"] = "../../nodes/x";
   EXPECT_THROW(journal_from_json(bad_name, "j.json"), std::runtime_error);
+  json bad_kind = journal_to_json(surged);
+  bad_kind["steps"][0]["scale"]["kind"] = "StatefulSet";  // never scaled as if it were a ReplicaSet
+  EXPECT_THROW(journal_from_json(bad_kind, "j.json"), std::runtime_error);
   const json value = json::parse(reservation_value(j, s, std::chrono::system_clock::time_point{}));
   EXPECT_EQ(value["for"]["uid"], "rs");
   EXPECT_EQ(value["gpus"], "a:7");
