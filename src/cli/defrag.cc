@@ -45,6 +45,7 @@ struct DefragFlags {
   double max_cost = -1;
   double frag_below = -1;  // -1 = not given
   double time_limit = 0;
+  bool no_refine = false;
   bool gang = false;
   bool no_local_search = false;
   bool bound = false;
@@ -320,6 +321,7 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
 
   PlannerOptions opt;
   opt.time_limit_s = f.time_limit;
+  opt.refine = !f.no_refine;
   opt.local_search = !f.no_local_search;
   auto policy = make_policy(f.policy, {42, goal.target});
   const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
@@ -495,6 +497,8 @@ void add_defrag_command(CLI::App& app) {
                 "with --goal admit: also print the LP bound on what any plan could admit, and the bound with each "
                 "constraint family dropped");
   cmd->add_flag("--no-local-search", flags->no_local_search, "planner: skip the second search with chained moves");
+  cmd->add_flag("--no-refine", flags->no_refine,
+                "planner: keep moves the admissions do not need instead of dropping and re-spending them");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();
   cmd->add_option("-o,--out", flags->out, "write the plan here instead of stdout");

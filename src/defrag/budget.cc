@@ -59,4 +59,18 @@ bool BudgetUse::within(const DefragBudget& b) const {
   return true;
 }
 
+DefragBudget remaining_budget(const DefragBudget& budget, const BudgetUse& use) {
+  DefragBudget b;
+  b.max_moves = budget.max_moves < 0 ? -1 : std::max(0, budget.max_moves - use.moves);
+  b.max_moved_gpu_milli =
+      budget.max_moved_gpu_milli < 0 ? -1 : std::max<int64_t>(0, budget.max_moved_gpu_milli - use.moved_gpu_milli);
+  b.max_cost = budget.max_cost < 0 ? -1 : std::max(0.0, budget.max_cost - use.cost);
+  for (const auto& [group, limit] : budget.max_unavailable) {
+    auto it = use.moved_by_group.find(group);
+    const int used = it == use.moved_by_group.end() ? 0 : static_cast<int>(it->second.size());
+    b.max_unavailable[group] = std::max(0, limit - used);
+  }
+  return b;
+}
+
 }  // namespace gpupack

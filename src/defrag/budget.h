@@ -77,4 +77,8 @@ struct BudgetUse {
   bool within(const DefragBudget& budget) const;
 };
 
+// What `budget` leaves once `use` is spent (unlimited stays unlimited; a
+// group's limit drops by the distinct pods `use` moved in it).
+DefragBudget remaining_budget(const DefragBudget& budget, const BudgetUse& use);
+
 }  // namespace gpupack

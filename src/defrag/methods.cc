@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "defrag/refine.h"
+
 namespace gpupack {
 namespace {
 
@@ -24,6 +26,24 @@ DefragMethodFn frag_descheduler(FragDeschedulerRule rule) {
   };
 }
 
+// The greedy, and under a move cap for goal admit the consolidation-first
+// plan too, keeping the one that admits more.
+DefragPlan plan_once(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                     const PodMoveInfos& infos, Policy& policy, std::span<const int64_t> node_rank,
+                     const PlannerOptions& planner) {
+  DefragPlan plan = plan_defrag(state, goal, budget, infos, planner);
+  // Consolidation spends the moves it is given: only under a move cap
+  // (without one the greedy's fewest moves stand).
+  if (!planner.consolidate || budget.max_moves < 0 || goal.kind != GoalKind::kAdmitPending || goal.gang ||
+      plan.not_admitted.empty())
+    return plan;
+  DefragPlan other = plan_consolidate_first(state, goal, budget, infos, policy, node_rank, planner);
+  const double seconds = plan.plan_seconds + other.plan_seconds;
+  DefragPlan& best = other.after.admitted_gpu_milli > plan.after.admitted_gpu_milli ? other : plan;
+  best.plan_seconds = seconds;
+  return std::move(best);
+}
+
 }  // namespace
 
 // The one list of defragmentation methods.
@@ -31,20 +51,15 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
   static const std::vector<DefragMethodInfo> t = {
       {"planner",
        "gpupack's move planner: fewest moves that reach the goal (greedy + chains), or consolidation rounds first "
-       "when they admit more",
+       "when they admit more; under a move cap, moves the admissions do not need are dropped and re-spent",
        [](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
           Policy& policy, std::span<const int64_t> node_rank, const PlannerOptions& planner) {
-         DefragPlan plan = plan_defrag(state, goal, budget, infos, planner);
-         // Consolidation spends the moves it is given: only under a move cap
-         // (without one the greedy's fewest moves stand).
-         if (!planner.consolidate || budget.max_moves < 0 || goal.kind != GoalKind::kAdmitPending || goal.gang ||
-             plan.not_admitted.empty())
-           return plan;
-         DefragPlan other = plan_consolidate_first(state, goal, budget, infos, policy, node_rank, planner);
-         const double seconds = plan.plan_seconds + other.plan_seconds;
-         DefragPlan& best = other.after.admitted_gpu_milli > plan.after.admitted_gpu_milli ? other : plan;
-         best.plan_seconds = seconds;
-         return std::move(best);
+         const ReplanFn once = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b,
+                                   const PodMoveInfos& i) { return plan_once(s, g, b, i, policy, node_rank, planner); };
+         DefragPlan plan = once(state, goal, budget, infos);
+         // Under a move cap, moves the admissions do not need are worth spending again.
+         if (!planner.refine || budget.max_moves < 0) return plan;
+         return refine_plan(state, std::move(plan), goal, budget, infos, once);
        }},
       {"high-node-utilization", "descheduler HighNodeUtilization: empty the least used nodes",
        descheduler(DeschedulerStrategy::kHighNodeUtilization)},

@@ -51,6 +51,10 @@ struct PlannerOptions {
   // (defrag/consolidate.h) and keep what admits more; plan_defrag() itself
   // ignores it.
   bool consolidate = true;
+  // plan_by_method("planner") only, goal admit under a move cap: drop the
+  // moves the admissions do not need and plan again with the moves saved
+  // (defrag/refine.h); plan_defrag() itself ignores it.
+  bool refine = true;
 };
 
 DefragPlan plan_defrag(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,

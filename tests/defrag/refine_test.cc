@@ -1,0 +1,173 @@
+// Plan refinement (defrag/refine.h): pruning the moves a plan's admissions
+// do not need, and re-spending the moves saved.
+#include "defrag/refine.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "defrag/methods.h"
+#include "defrag/planner.h"
+#include "defrag/random_cluster.h"
+#include "policy/registry.h"
+
+namespace gpupack {
+namespace {
+
+using testing::make_random_cluster;
+using testing::nodes;
+using testing::shared;
+using testing::whole;
+
+// One GPU per node: n0 A(700), n1 B(600), n2 C(400), n3 D(100), n4 E(100).
+// Pending: two whole-GPU pods. No GPU is free.
+struct Chain {
+  ClusterState state{nodes(5, 1)};
+  PodMoveInfos infos;
+  DefragGoal goal;
+  Chain() {
+    const int32_t milli[] = {700, 600, 400, 100, 100};
+    for (int n = 0; n < 5; ++n)
+      EXPECT_TRUE(state.bind(PodId{n}, shared(milli[n]), Assignment{NodeId{n}, 1u, milli[n]}).is_ok());
+    state.commit();
+    infos.resize(7);
+    goal.pending = {{PodId{5}, whole(1)}, {PodId{6}, whole(1)}};
+  }
+  PlanStep move(int pod, int to) const {
+    const Assignment from = state.assignment(PodId{pod});
+    return PlanStep{MoveKind::kEvict,
+                    PodId{pod},
+                    state.request(PodId{pod}),
+                    from,
+                    Assignment{NodeId{to}, 1u, from.gpu_milli},
+                    1.0,
+                    {}};
+  }
+  PlanStep admit(int pod, int at) const {
+    return PlanStep{MoveKind::kAdmit, PodId{pod}, whole(1), Assignment{}, Assignment{NodeId{at}, 1u, 1000}, 0, {}};
+  }
+  // B -> n4 lets nothing in; C -> n3 makes room for A -> n2, which frees n0
+  // for the first pending pod.
+  DefragPlan plan() const {
+    DefragPlan p;
+    p.steps = {move(1, 4), move(2, 3), move(0, 2), admit(5, 0)};
+    p.use.moves = 3;
+    return p;
+  }
+};
+
+TEST(Refine, PruneDropsTheMoveNothingNeedsAndKeepsTheChain) {
+  Chain c;
+  const DefragPlan pruned = prune_plan(c.state, c.plan(), c.goal, c.infos);
+  ASSERT_EQ(pruned.steps.size(), 3u);
+  EXPECT_EQ(pruned.steps[0].pod, PodId{2});  // C leaves n2 first
+  EXPECT_EQ(pruned.steps[1].pod, PodId{0});  // then A moves into it
+  EXPECT_EQ(pruned.steps[2].kind, MoveKind::kAdmit);
+  EXPECT_EQ(pruned.moves(), 2);
+  EXPECT_EQ(pruned.after.admitted_gpu_milli, 1000);
+  EXPECT_EQ(pruned.not_admitted, std::vector<PodId>{PodId{6}});
+  DefragBudget budget;
+  budget.max_moves = 3;
+  const auto errors = validate_plan(c.state, pruned, c.goal, budget, c.infos);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
+// The saved move admits the second pod (B -> n4, then n1 is free).
+TEST(Refine, TheMovesSavedAdmitMore) {
+  Chain c;
+  DefragBudget budget;
+  budget.max_moves = 3;
+  const ReplanFn greedy = [](const ClusterState& s, const DefragGoal& g, const DefragBudget& b, const PodMoveInfos& i) {
+    return plan_defrag(s, g, b, i);
+  };
+  const DefragPlan refined = refine_plan(c.state, c.plan(), c.goal, budget, c.infos, greedy);
+  EXPECT_EQ(refined.after.admitted_gpu_milli, 2000);
+  EXPECT_TRUE(refined.not_admitted.empty());
+  EXPECT_EQ(refined.moves(), 3);
+  const auto errors = validate_plan(c.state, refined, c.goal, budget, c.infos);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  // With no move left after the prune, nothing more.
+  budget.max_moves = 2;
+  const DefragPlan tight = refine_plan(c.state, c.plan(), c.goal, budget, c.infos, greedy);
+  EXPECT_EQ(tight.after.admitted_gpu_milli, 1000);
+}
+
+// A pod the plan moved or admitted is offered to the re-planner as immovable.
+TEST(Refine, TheReplannerSeesThePlansPodsAsImmovable) {
+  Chain c;
+  DefragBudget budget;
+  budget.max_moves = 3;
+  std::set<int> held;
+  const ReplanFn spy = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b, const PodMoveInfos& i) {
+    for (int p = 0; p < 7; ++p)
+      if (move_info(i, PodId{p}).immovable) held.insert(p);
+    EXPECT_EQ(b.max_moves, 1);
+    EXPECT_EQ(g.pending.size(), 1u);
+    return plan_defrag(s, g, b, i);
+  };
+  refine_plan(c.state, c.plan(), c.goal, budget, c.infos, spy);
+  EXPECT_EQ(held, (std::set<int>{0, 2, 5}));
+}
+
+// On random clusters: the planner with refinement is valid within the
+// budget, moves no pod twice, admits at least what it admits without, and
+// every move of a pruned plan is needed (dropping any one breaks the plan).
+TEST(Refine, OnRandomClustersRefiningNeverLosesAndPrunedMovesAreNeeded) {
+  int better = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    auto c = make_random_cluster(seed, 16, 4, 140 + static_cast<int>(seed * 2), 12, true, seed % 3 ? 32000 : 8000);
+    auto policy = make_policy("bestfit", {});
+    DefragGoal goal;
+    goal.pending = c.pending;
+    DefragBudget budget;
+    budget.max_moves = 8 + static_cast<int>(seed % 4) * 8;
+    if (seed % 2) budget.max_unavailable = {{"group-0", 1}};
+    PlannerOptions off;
+    off.refine = false;
+    const DefragPlan plain = plan_by_method("planner", c.state, goal, budget, c.infos, *policy, {}, off);
+    const DefragPlan refined = plan_by_method("planner", c.state, goal, budget, c.infos, *policy, {});
+    const auto errors = validate_plan(c.state, refined, goal, budget, c.infos);
+    ASSERT_TRUE(errors.empty()) << "seed " << seed << ": " << errors.front();
+    EXPECT_GE(refined.after.admitted_gpu_milli, plain.after.admitted_gpu_milli) << "seed " << seed;
+    better += refined.after.admitted_gpu_milli > plain.after.admitted_gpu_milli;
+    std::set<int> seen;
+    for (const PlanStep& s : refined.steps) EXPECT_TRUE(seen.insert(static_cast<int>(s.pod)).second) << "seed " << seed;
+
+    const DefragPlan pruned = prune_plan(c.state, plain, goal, c.infos);
+    EXPECT_TRUE(validate_plan(c.state, pruned, goal, budget, c.infos).empty()) << "seed " << seed;
+    EXPECT_EQ(pruned.after.admitted_gpu_milli, plain.after.admitted_gpu_milli);
+    EXPECT_LE(pruned.moves(), plain.moves());
+    for (size_t k = 0; k < pruned.steps.size(); ++k) {
+      if (pruned.steps[k].kind == MoveKind::kAdmit) continue;
+      DefragPlan without = pruned;
+      without.steps.erase(without.steps.begin() + static_cast<std::ptrdiff_t>(k));
+      ClusterState copy = c.state;
+      EXPECT_THROW(apply_plan(copy, without), std::invalid_argument) << "seed " << seed << " step " << k;
+    }
+  }
+  EXPECT_GT(better, 0) << "refinement never admitted more";
+}
+
+TEST(Refine, OtherGoalsAndGangsAreLeftAlone) {
+  Chain c;
+  DefragBudget budget;
+  budget.max_moves = 3;
+  int calls = 0;
+  const ReplanFn count = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b, const PodMoveInfos& i) {
+    ++calls;
+    return plan_defrag(s, g, b, i);
+  };
+  DefragGoal gang = c.goal;
+  gang.gang = true;
+  EXPECT_EQ(refine_plan(c.state, c.plan(), gang, budget, c.infos, count).steps.size(), 4u);
+  DefragGoal free_gpus;
+  free_gpus.kind = GoalKind::kFreeGpus;
+  DefragPlan evacuate;
+  evacuate.goal = GoalKind::kFreeGpus;
+  evacuate.steps = {c.move(1, 4)};
+  EXPECT_EQ(refine_plan(c.state, evacuate, free_gpus, budget, c.infos, count).steps.size(), 1u);
+  EXPECT_EQ(calls, 0);
+}
+
+}  // namespace
+}  // namespace gpupack
