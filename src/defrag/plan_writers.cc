@@ -43,6 +43,13 @@ nlohmann::json assignment_json(const ClusterState& s, const Assignment& a) {
   return {{"node", s.node_name(a.node)}, {"gpus", gpus}, {"gpu_milli", a.gpu_milli}};
 }
 
+// "namespace/name", or the name alone in the default namespace.
+std::string qualified_name(const PodMoveInfos& infos, PodId pod) {
+  const PodMoveInfo& info = move_info(infos, pod);
+  const std::string name = pod_display_name(infos, pod);
+  return info.ns.empty() || info.ns == "default" ? name : info.ns + "/" + name;
+}
+
 }  // namespace
 
 std::string format_plan_table(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos) {
@@ -51,7 +58,7 @@ std::string format_plan_table(const DefragPlan& plan, const ClusterState& state,
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
     out += fmt::format("{:>4} {:<8} {:<28} {:<22} {:<22} {:>6.2f} {:>8.2f} {:>9}\n", i + 1, move_kind_name(s.kind),
-                       pod_display_name(infos, s.pod), where(state, s.from), where(state, s.to), s.cost,
+                       qualified_name(infos, s.pod), where(state, s.from), where(state, s.to), s.cost,
                        alloc_pct(state, s.after), s.after.free_gpus);
   }
   out += fmt::format(

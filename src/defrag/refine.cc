@@ -85,6 +85,8 @@ DefragPlan prune_plan(const ClusterState& state, const DefragPlan& plan, const D
 DefragPlan refine_plan(const ClusterState& state, DefragPlan plan, const DefragGoal& goal, const DefragBudget& budget,
                        const PodMoveInfos& infos, const ReplanFn& replan, int rounds) {
   if (goal.kind != GoalKind::kAdmitPending || goal.gang) return plan;
+  const size_t steps_before = plan.steps.size();
+  const int64_t admitted_before = plan.after.admitted_gpu_milli;
   plan = prune_plan(state, plan, goal, infos);
   for (int round = 0; round < rounds && !plan.not_admitted.empty(); ++round) {
     const DefragBudget left = remaining_budget(budget, plan.use);
@@ -108,10 +110,16 @@ DefragPlan refine_plan(const ClusterState& state, DefragPlan plan, const DefragG
     DefragPlan joined = plan;
     joined.steps.insert(joined.steps.end(), more.steps.begin(), more.steps.end());
     joined.plan_seconds += more.plan_seconds;
-    restamp(state, joined, goal, infos);
+    try {
+      restamp(state, joined, goal, infos);
+    } catch (const std::invalid_argument&) {
+      break;  // a re-plan that does not apply after the plan: keep the plan
+    }
     if (!joined.use.within(budget)) break;
     plan = prune_plan(state, joined, goal, infos);
   }
+  if (plan.steps.size() != steps_before || plan.after.admitted_gpu_milli != admitted_before)
+    plan.algorithm += " + refinement";
   return plan;
 }
 

@@ -22,7 +22,8 @@
 //   plan and prunes again; repeats while a round admits more GPU milli, at
 //   most `rounds` times. The result admits at least what `plan` admits and
 //   passes validate_plan() against `state`, `goal` and `budget` when `plan`
-//   does. Goals other than admit, and gangs, return `plan` unchanged.
+//   does; its `algorithm` gains " + refinement" when refinement changed it.
+//   Goals other than admit, and gangs, return `plan` unchanged.
 // - Neither changes `state`. Deterministic when `replan` is.
 #pragma once
 

@@ -47,7 +47,8 @@ TEST(DefragCli, SimulateWithDefragBudgetReportsBeforeAndAfterPerRun) {
   const RunResult table = run_gpupack("defrag --state " + out + "/state.json --max-moves-pct 5");
   ASSERT_EQ(table.exit_code, 0) << table.output;
   // The planner's greedy, or consolidation rounds before it when they admit more.
-  EXPECT_THAT(table.output, ::testing::ContainsRegex("(consolidation \\+ )?greedy plan, goal admit: [0-9]+ moves"));
+  EXPECT_THAT(table.output,
+              ::testing::ContainsRegex("(consolidation \\+ )?greedy( \\+ refinement)? plan, goal admit: [0-9]+ moves"));
   const RunResult ev = run_gpupack("defrag --state " + out + "/state.json --max-moves 10 --format evictions");
   ASSERT_EQ(ev.exit_code, 0) << ev.output;
   const auto list = nlohmann::json::parse(ev.output);

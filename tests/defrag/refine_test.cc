@@ -84,6 +84,7 @@ TEST(Refine, TheMovesSavedAdmitMore) {
   EXPECT_EQ(refined.after.admitted_gpu_milli, 2000);
   EXPECT_TRUE(refined.not_admitted.empty());
   EXPECT_EQ(refined.moves(), 3);
+  EXPECT_TRUE(refined.algorithm.ends_with(" + refinement")) << refined.algorithm;
   const auto errors = validate_plan(c.state, refined, c.goal, budget, c.infos);
   EXPECT_TRUE(errors.empty()) << errors.front();
   // With no move left after the prune, nothing more.

@@ -14,6 +14,7 @@ namespace gpupack {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string temp_file(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("gpupack_defrag_" + name)).string();
@@ -88,6 +89,7 @@ TEST(DefragWriters, TableJsonAndEvictionListDescribeThePlan) {
   PodMoveInfos infos(5);
   infos[0].name = "small";
   infos[1].name = "big";
+  infos[1].ns = "team-a";
   infos[1].checkpointable = true;
   infos[4].name = "waiting";
   DefragGoal goal;
@@ -99,6 +101,9 @@ TEST(DefragWriters, TableJsonAndEvictionListDescribeThePlan) {
   const std::string table = format_plan_table(plan, s, infos);
   EXPECT_THAT(table, HasSubstr("waiting"));
   EXPECT_THAT(table, HasSubstr("admit"));
+  // A pod outside the default namespace is named with its namespace.
+  EXPECT_THAT(table, HasSubstr("team-a/big"));
+  EXPECT_THAT(table, Not(HasSubstr("default/")));
   const auto j = plan_to_json(plan, s, infos);
   EXPECT_EQ(j["moves"], plan.moves());
   EXPECT_EQ(j["steps"].size(), plan.steps.size());

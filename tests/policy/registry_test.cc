@@ -19,9 +19,14 @@ namespace gpupack {
 namespace {
 
 // LastFit: the feasible node with the highest index (a fixture, not shipped).
+// Its score depends on which node it is, so it says so (scores_by_state()
+// false): once registered it stays in the process's table, and the node-class
+// tests that run every registered policy must not share its scores within a
+// class of identical nodes.
 class LastFitPolicy final : public Policy {
  public:
   std::string_view name() const override { return "lastfit-fixture"; }
+  bool scores_by_state() const override { return false; }
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override {
     return {static_cast<int64_t>(index(node)), choose_gpus_first_fit(state.gpu_free_milli(node), req)};
   }
