@@ -14,7 +14,8 @@ std::string step_label(size_t i, const PlanStep& s) {
   return fmt::format("step {} ({} pod {})", i + 1, move_kind_name(s.kind), static_cast<int>(s.pod));
 }
 
-// Applies one step; returns an error message or "".
+}  // namespace
+
 std::string apply_step(ClusterState& state, const PlanStep& s) {
   if (s.kind == MoveKind::kAdmit) {
     if (state.is_bound(s.pod)) return "admitted pod is already bound";
@@ -30,8 +31,6 @@ std::string apply_step(ClusterState& state, const PlanStep& s) {
   st = state.bind(s.pod, req, s.to);
   return st.is_ok() ? "" : st.message;
 }
-
-}  // namespace
 
 void apply_plan(ClusterState& state, const DefragPlan& plan) {
   const auto mark = state.checkpoint();

@@ -50,6 +50,10 @@ struct DefragPlan {
 };
 
 void apply_plan(ClusterState& state, const DefragPlan& plan);
+// Applies one step (the checks of apply_plan()); returns what is wrong, or ""
+// when applied. On an error the state may hold the step half done (the pod
+// unbound): callers roll back to a checkpoint.
+std::string apply_step(ClusterState& state, const PlanStep& step);
 
 std::vector<std::string> validate_plan(const ClusterState& state, const DefragPlan& plan, const DefragGoal& goal,
                                        const DefragBudget& budget, const PodMoveInfos& infos);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <optional>
+
 namespace gpupack {
 
 namespace {
@@ -52,6 +54,11 @@ std::string qualified_name(const PodMoveInfos& infos, PodId pod) {
 
 }  // namespace
 
+std::optional<double> moves_per_gpu_admitted(const DefragPlan& plan) {
+  if (plan.use.moves == 0 || plan.after.admitted_gpu_milli <= 0) return std::nullopt;
+  return plan.use.moves / (static_cast<double>(plan.after.admitted_gpu_milli) / kGpuMilliPerGpu);
+}
+
 std::string format_plan_table(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos) {
   std::string out = fmt::format("{:>4} {:<8} {:<28} {:<22} {:<22} {:>6} {:>8} {:>9}\n", "step", "kind", "pod", "from",
                                 "to", "cost", "alloc %", "free GPUs");
@@ -61,12 +68,16 @@ std::string format_plan_table(const DefragPlan& plan, const ClusterState& state,
                        qualified_name(infos, s.pod), where(state, s.from), where(state, s.to), s.cost,
                        alloc_pct(state, s.after), s.after.free_gpus);
   }
+  const auto per_gpu = moves_per_gpu_admitted(plan);
   out += fmt::format(
-      "{} plan, goal {}: {} moves ({} GPU milli moved, cost {:.2f}), {} pods admitted; GPU allocation {:.2f}% -> "
-      "{:.2f}%, whole free GPUs {} -> {}, free nodes {} -> {}; {} pending pods not admitted; planned in {:.3f} s\n",
+      "{} plan, goal {}: {} moves ({} GPU milli moved, cost {:.2f}), {} pods admitted ({} GPU milli{}); GPU "
+      "allocation {:.2f}% -> {:.2f}%, whole free GPUs {} -> {}, free nodes {} -> {}; {} pending pods not admitted; "
+      "planned in {:.3f} s\n",
       plan.algorithm, goal_kind_name(plan.goal), plan.use.moves, plan.use.moved_gpu_milli, plan.use.cost,
-      plan.after.admitted_pods, alloc_pct(state, plan.before), alloc_pct(state, plan.after), plan.before.free_gpus,
-      plan.after.free_gpus, plan.before.free_nodes, plan.after.free_nodes, plan.not_admitted.size(), plan.plan_seconds);
+      plan.after.admitted_pods, plan.after.admitted_gpu_milli,
+      per_gpu ? fmt::format(", {:.1f} moves per GPU", *per_gpu) : "", alloc_pct(state, plan.before),
+      alloc_pct(state, plan.after), plan.before.free_gpus, plan.after.free_gpus, plan.before.free_nodes,
+      plan.after.free_nodes, plan.not_admitted.size(), plan.plan_seconds);
   return out;
 }
 
@@ -78,6 +89,8 @@ nlohmann::json plan_to_json(const DefragPlan& plan, const ClusterState& state, c
   j["moved_gpu_milli"] = plan.use.moved_gpu_milli;
   j["cost"] = plan.use.cost;
   j["plan_seconds"] = plan.plan_seconds;
+  const auto per_gpu = moves_per_gpu_admitted(plan);
+  j["moves_per_gpu_admitted"] = per_gpu ? nlohmann::json(*per_gpu) : nlohmann::json(nullptr);
   j["before"] = measures_json(state, plan.before);
   j["after"] = measures_json(state, plan.after);
   auto& steps = j["steps"] = nlohmann::json::array();

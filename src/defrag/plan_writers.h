@@ -6,9 +6,12 @@
 // (pod-<id> when absent). Formats are documented in docs/DEFRAG.md:
 // - format_plan_table(): one row per step (kind, pod, from node[GPUs], to
 //   node[GPUs], cost, GPU allocation % and whole free GPUs after the step),
-//   then a summary line.
+//   then a summary line (moves, pods and GPU milli admitted, moves per GPU
+//   admitted, allocation, free GPUs and nodes before and after).
 // - plan_to_json(): {"algorithm","goal","moves","moved_gpu_milli","cost",
-//   "before","after","steps":[...],"not_admitted":[...]}.
+//   "moves_per_gpu_admitted","before","after","steps":[...],"not_admitted":[...]}.
+// - moves_per_gpu_admitted(): the plan's moves over the GPUs (1000 milli)
+//   its admissions take; none when it moves nothing or admits nothing.
 // - eviction_list(): a Kubernetes List of policy/v1 Eviction objects, one per
 //   migrate/evict step in plan order, annotated with the planned target
 //   (gpupack.io/target-node, gpupack.io/target-gpus, gpupack.io/move-kind,
@@ -16,12 +19,14 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "defrag/plan.h"
 
 namespace gpupack {
 
+std::optional<double> moves_per_gpu_admitted(const DefragPlan& plan);
 std::string format_plan_table(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos);
 nlohmann::json plan_to_json(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos);
 nlohmann::json eviction_list(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos);

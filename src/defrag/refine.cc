@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -10,21 +11,6 @@ namespace gpupack {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Does `steps` apply to `work` in order? Leaves `work` as it found it.
-bool applies(ClusterState& work, const std::vector<PlanStep>& steps) {
-  const auto mark = work.checkpoint();
-  DefragPlan trial;
-  trial.steps = steps;
-  bool ok = true;
-  try {
-    apply_plan(work, trial);
-  } catch (const std::invalid_argument&) {
-    ok = false;  // apply_plan() rolled back
-  }
-  work.rollback(mark);
-  return ok;
-}
 
 // Recomputes each step's measures, the use and the plan's after/not_admitted.
 void restamp(const ClusterState& state, DefragPlan& plan, const DefragGoal& goal, const PodMoveInfos& infos) {
@@ -36,9 +22,7 @@ void restamp(const ClusterState& state, DefragPlan& plan, const DefragGoal& goal
   int64_t admitted_milli = 0;
   std::unordered_set<int32_t> in;
   for (PlanStep& s : plan.steps) {
-    DefragPlan one;
-    one.steps = {s};
-    apply_plan(work, one);
+    if (const std::string err = apply_step(work, s); !err.empty()) throw std::invalid_argument(err);
     if (s.kind == MoveKind::kAdmit) {
       ++admitted;
       admitted_milli += s.request.total_gpu_milli();
@@ -67,15 +51,32 @@ DefragPlan prune_plan(const ClusterState& state, const DefragPlan& plan, const D
   work.commit();
   DefragPlan out = plan;
   // Passes until one drops nothing: a move dropped early (one that took
-  // space) can make a later-tried one unneeded.
+  // space) can make a later-tried one unneeded. Within a pass, moves are
+  // tried last first from the state before them (a checkpoint), replaying
+  // only the steps after them.
   for (bool dropped = true; dropped;) {
     dropped = false;
-    for (size_t k = out.steps.size(); k-- > 0;) {
-      if (out.steps[k].kind == MoveKind::kAdmit) continue;
-      std::vector<PlanStep> without = out.steps;
-      without.erase(without.begin() + static_cast<std::ptrdiff_t>(k));
-      if (applies(work, without)) out.steps = std::move(without), dropped = true;
+    const size_t n = out.steps.size();
+    std::vector<ClusterState::Checkpoint> before(n);
+    for (size_t k = 0; k < n; ++k) {
+      before[k] = work.checkpoint();
+      if (const std::string err = apply_step(work, out.steps[k]); !err.empty())
+        throw std::invalid_argument("prune_plan: step " + std::to_string(k + 1) + ": " + err);
     }
+    std::vector<char> gone(n, 0);
+    for (size_t k = n; k-- > 0;) {
+      work.rollback(before[k]);
+      if (out.steps[k].kind == MoveKind::kAdmit) continue;
+      bool applies = true;
+      for (size_t j = k + 1; j < n && applies; ++j)
+        if (!gone[j]) applies = apply_step(work, out.steps[j]).empty();
+      work.rollback(before[k]);
+      if (applies) gone[k] = 1, dropped = true;
+    }
+    std::vector<PlanStep> kept;
+    for (size_t k = 0; k < n; ++k)
+      if (!gone[k]) kept.push_back(std::move(out.steps[k]));
+    out.steps = std::move(kept);
   }
   restamp(state, out, goal, infos);
   out.plan_seconds = plan.plan_seconds + std::chrono::duration<double>(Clock::now() - start).count();

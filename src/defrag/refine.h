@@ -14,8 +14,9 @@
 //   where the earlier steps leave it); passes repeat until one drops
 //   nothing, so every move left is needed. Admissions are kept, so the same
 //   pods are admitted at the same places; the steps' measures and the budget
-//   use are recomputed. O(passes x moves x steps) binds on one copy of
-//   `state`.
+//   use are recomputed. Throws std::invalid_argument when `plan` does not
+//   apply to `state`. O(passes x moves x steps) binds on one copy of `state`
+//   (each try replays only the steps after the move, from a checkpoint).
 // - refine_plan() prunes, then calls `replan` on the state after the pruned
 //   plan, with the pods the plan moved or admitted marked immovable, the
 //   pending pods it did not admit and the budget it leaves; appends that

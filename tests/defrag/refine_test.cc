@@ -70,6 +70,10 @@ TEST(Refine, PruneDropsTheMoveNothingNeedsAndKeepsTheChain) {
   budget.max_moves = 3;
   const auto errors = validate_plan(c.state, pruned, c.goal, budget, c.infos);
   EXPECT_TRUE(errors.empty()) << errors.front();
+  // A plan that does not apply (A into n2 before C leaves) is refused.
+  DefragPlan bad = c.plan();
+  std::swap(bad.steps[1], bad.steps[2]);
+  EXPECT_THROW(prune_plan(c.state, bad, c.goal, c.infos), std::invalid_argument);
 }
 
 // The saved move admits the second pod (B -> n4, then n1 is free).

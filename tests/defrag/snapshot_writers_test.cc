@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -106,6 +107,16 @@ TEST(DefragWriters, TableJsonAndEvictionListDescribeThePlan) {
   EXPECT_THAT(table, Not(HasSubstr("default/")));
   const auto j = plan_to_json(plan, s, infos);
   EXPECT_EQ(j["moves"], plan.moves());
+  // The 2-GPU pod takes two GPUs: moves per GPU admitted = moves / 2.
+  ASSERT_GT(plan.moves(), 0);
+  EXPECT_DOUBLE_EQ(j["moves_per_gpu_admitted"].get<double>(), plan.moves() / 2.0);
+  EXPECT_THAT(table, HasSubstr(fmt::format("(2000 GPU milli, {:.1f} moves per GPU)", plan.moves() / 2.0)));
+  DefragPlan nothing = plan;
+  nothing.steps.clear();
+  nothing.after = nothing.before;
+  nothing.use = BudgetUse{};
+  EXPECT_TRUE(plan_to_json(nothing, s, infos)["moves_per_gpu_admitted"].is_null());
+  EXPECT_FALSE(moves_per_gpu_admitted(nothing).has_value());
   EXPECT_EQ(j["steps"].size(), plan.steps.size());
   EXPECT_EQ(j["steps"].back()["kind"], "admit");
   EXPECT_EQ(j["steps"].back()["to"]["node"], "a");
