@@ -63,15 +63,6 @@ const K8sPod* find_uid(const std::vector<K8sPod>& pods, const std::string& ns, c
   return nullptr;
 }
 
-// The controller owner (kind, name, uid) of an object, or empty strings.
-std::array<std::string, 3> controller_of(const json& obj) {
-  const json meta = obj.value("metadata", json::object());
-  for (const json& o : meta.value("ownerReferences", json::array()))
-    if (o.is_object() && o.value("controller", false))
-      return {o.value("kind", ""), o.value("name", ""), o.value("uid", "")};
-  return {};
-}
-
 std::string annotation(const json& obj, const char* key) {
   const json ann = obj.value("metadata", json::object()).value("annotations", json::object());
   auto it = ann.find(key);
@@ -490,7 +481,7 @@ void DefragExecutor::run_step(ExecJournal& j, ExecStep& s) {
 void DefragExecutor::choose_path(ExecJournal& j, ExecStep& s) {
   if (options_.surge == SurgeMode::kNever) {
     s.path = "evict";
-  } else if (std::string why = surge_owner(s); why.empty()) {
+  } else if (std::string why = surge_owner_checked(s); why.empty()) {
     s.path = "surge";
   } else {
     s.path = "evict";
@@ -498,6 +489,16 @@ void DefragExecutor::choose_path(ExecJournal& j, ExecStep& s) {
     log_info("defrag: evicting (the owner cannot surge)", {{"pod", s.ns + "/" + s.pod}, {"why", why}});
   }
   save(j, nullptr);
+}
+
+// A reply of the API that is JSON but not of the expected shape (a field of
+// another type, say) is a reason not to surge, never a crash of the run.
+std::string DefragExecutor::surge_owner_checked(ExecStep& s) {
+  try {
+    return surge_owner(s);
+  } catch (const std::exception& e) {
+    return std::string("an owner object the API returned is malformed: ") + e.what();
+  }
 }
 
 std::string DefragExecutor::surge_owner(ExecStep& s) {
@@ -510,11 +511,12 @@ std::string DefragExecutor::surge_owner(ExecStep& s) {
   if (!rs.error.empty()) return "reading the ReplicaSet: " + rs.error;
   const json rs_obj = json::parse(rs.body, nullptr, false);
   if (!rs_obj.is_object()) return "the ReplicaSet is not JSON";
-  if (!s.owner_uid.empty() && rs_obj["metadata"].value("uid", "") != s.owner_uid)
+  const json rs_meta = rs_obj.value("metadata", json::object());
+  if (!s.owner_uid.empty() && rs_meta.value("uid", "") != s.owner_uid)
     return "the ReplicaSet was recreated since the plan (another UID)";
-  const std::array<std::string, 3> owner = controller_of(rs_obj);
-  const std::string& kind = owner[0];
-  const std::string& name = owner[1];
+  const ControllerRef owner = read_controller_ref("ReplicaSet " + s.ns + "/" + s.owner_name, rs_meta);
+  const std::string& kind = owner.kind;
+  const std::string& name = owner.name;
   std::string scale_kind = "ReplicaSet", scale_name = s.owner_name;
   if (kind == "Deployment") {
     if (std::string bad = KubeClient::check_object_path("GET deployment", s.ns, name, "Deployment"); !bad.empty())

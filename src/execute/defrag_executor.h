@@ -199,6 +199,7 @@ class DefragExecutor {
   // What the step's owner allows: "" = it can surge (scale_kind/name set),
   // else why not.
   std::string surge_owner(ExecStep& s);
+  std::string surge_owner_checked(ExecStep& s);  // a malformed reply: a reason, not a throw
   void scale_up(ExecJournal& j, ExecStep& s);
   void wait_surged(ExecJournal& j, ExecStep& s);
   void scale_down(ExecJournal& j, ExecStep& s);

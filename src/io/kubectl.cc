@@ -863,18 +863,10 @@ static const json& read_namespaced_identity(const json& j, const std::string& ki
 
 // The controller, node-local volumes and priority class (K8sPod).
 static void read_pod_mobility(const std::string& obj, const json& meta, const json& spec, K8sPod& p) {
-  if (const json* owners = array_member(obj, meta, "ownerReferences", "metadata.ownerReferences")) {
-    for (size_t i = 0; i < owners->size(); ++i) {
-      const std::string path = fmt::format("metadata.ownerReferences[{}]", i);
-      const json& o = (*owners)[i];
-      if (!o.is_object()) fail(obj, path, fmt::format("expected an object, got {}", short_dump(o)));
-      if (!bool_member(obj, o, "controller", path + ".controller")) continue;
-      p.controller_kind = string_member(obj, o, "kind", path + ".kind");
-      p.controller_name = string_member(obj, o, "name", path + ".name");
-      p.controller_uid = string_member(obj, o, "uid", path + ".uid");
-      if (p.controller_kind.empty()) fail(obj, path + ".kind", "missing or empty");
-    }
-  }
+  const ControllerRef c = read_controller_ref(obj, meta);
+  p.controller_kind = c.kind;
+  p.controller_name = c.name;
+  p.controller_uid = c.uid;
   if (const json* volumes = array_member(obj, spec, "volumes", "spec.volumes")) {
     for (size_t i = 0; i < volumes->size(); ++i) {
       const json& v = (*volumes)[i];
@@ -884,6 +876,25 @@ static void read_pod_mobility(const std::string& obj, const json& meta, const js
     }
   }
   p.priority_class_name = string_member(obj, spec, "priorityClassName", "spec.priorityClassName");
+}
+
+ControllerRef read_controller_ref(const std::string& object, const json& metadata) {
+  ControllerRef c;
+  const json* owners = array_member(object, metadata, "ownerReferences", "metadata.ownerReferences");
+  if (owners == nullptr) return c;
+  for (size_t i = 0; i < owners->size(); ++i) {
+    const std::string path = fmt::format("metadata.ownerReferences[{}]", i);
+    const json& o = (*owners)[i];
+    if (!o.is_object()) fail(object, path, fmt::format("expected an object, got {}", short_dump(o)));
+    if (!bool_member(object, o, "controller", path + ".controller")) continue;
+    if (!c.kind.empty()) fail(object, path, "a second controller (an object has at most one)");
+    c.kind = string_member(object, o, "kind", path + ".kind");
+    c.name = string_member(object, o, "name", path + ".name");
+    c.uid = string_member(object, o, "uid", path + ".uid");
+    if (c.kind.empty()) fail(object, path + ".kind", "missing or empty");
+    if (c.name.empty()) fail(object, path + ".name", "missing or empty");
+  }
+  return c;
 }
 
 K8sPod parse_pod(const json& j) {

@@ -290,6 +290,16 @@ struct K8sPdb {
   bool selects(const K8sPod& pod) const;
 };
 
+// The controller of an object: the metadata.ownerReferences entry with
+// controller: true (kind, name, uid; all empty when none). Throws
+// std::invalid_argument naming `object` and the field when the references are
+// malformed: not a list of objects, a non-boolean controller, a controller
+// without a kind or name, or two controllers.
+struct ControllerRef {
+  std::string kind, name, uid;
+};
+ControllerRef read_controller_ref(const std::string& object, const nlohmann::json& metadata);
+
 // Single objects (a parsed JSON value); errors name the object.
 K8sNode parse_node(const nlohmann::json& node);
 K8sPod parse_pod(const nlohmann::json& pod);

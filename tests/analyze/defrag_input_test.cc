@@ -1,5 +1,6 @@
 #include "analyze/defrag_input.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -11,6 +12,7 @@ namespace gpupack {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
 using testing::node_json;
 using testing::pod_json;
 using testing::PodShape;
@@ -87,6 +89,43 @@ TEST(DefragInput, ParsesControllerLocalVolumesPriorityAndBudgets) {
   json negative = pdb("ml", "neg", json::object(), 1);
   negative["status"]["disruptionsAllowed"] = -1;
   EXPECT_THROW(parse_pdb(negative), std::invalid_argument);
+}
+
+// A malformed controller reference is refused with the field named, never
+// read as "no controller" (which would make the pod look bare, or its
+// ReplicaSet look unowned to the executor).
+TEST(DefragInput, MalformedOwnerReferencesAreNamedNotIgnored) {
+  const json good = owned({.name = "x", .gpus = 1, .node = "a"});
+  auto error_for = [&](const std::function<void(json&)>& edit) -> std::string {
+    json p = good;
+    edit(p["metadata"]["ownerReferences"]);
+    try {
+      (void)parse_pod(p);
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_THAT(error_for([](json& o) { o[0]["controller"] = "true"; }),
+              HasSubstr("metadata.ownerReferences[0].controller: expected a boolean, got \"true\""));
+  EXPECT_THAT(error_for([](json& o) { o[0].erase("kind"); }),
+              HasSubstr("metadata.ownerReferences[0].kind: missing or empty"));
+  EXPECT_THAT(error_for([](json& o) { o[0]["name"] = ""; }),
+              HasSubstr("metadata.ownerReferences[0].name: missing or empty"));
+  EXPECT_THAT(error_for([](json& o) { o.push_back(o[0]); }),
+              HasSubstr("metadata.ownerReferences[1]: a second controller"));
+  EXPECT_THAT(error_for([](json& o) { o = json::object(); }), HasSubstr("metadata.ownerReferences: expected an array"));
+  EXPECT_THAT(error_for([](json& o) { o[0] = 7; }), HasSubstr("metadata.ownerReferences[0]: expected an object"));
+  // A non-controller reference beside the controller is fine.
+  json two = good;
+  json other = two["metadata"]["ownerReferences"][0];
+  other["controller"] = false;
+  other["kind"] = "Workflow";
+  two["metadata"]["ownerReferences"].push_back(other);
+  EXPECT_EQ(parse_pod(two).controller_kind, "ReplicaSet");
+
+  const ControllerRef none = read_controller_ref("ReplicaSet ml/r", json::object());
+  EXPECT_TRUE(none.kind.empty() && none.name.empty() && none.uid.empty());
 }
 
 TEST(DefragInput, HoldsPodsThatMustNotMoveAndSaysWhy) {

@@ -464,6 +464,40 @@ TEST(DefragExecutor, OwnersThatCannotSurgeAreEvicted) {
        }},
       {"never", "web-1-0", "web-1", "ReplicaSet", "",
        [](FakeKubeApi& api) { api.add_replicaset("ml", "web-1", 2, "web"); }, SurgeMode::kNever},
+      // Malformed replies: a reason to evict, never a crash, and never read
+      // as "no controller" (a bare ReplicaSet scaled under its Deployment).
+      {"controller-not-boolean", "web-1-0", "web-1", "ReplicaSet",
+       "ReplicaSet ml/web-1: metadata.ownerReferences[0].controller: expected a boolean",
+       [](FakeKubeApi& api) {
+         api.add_replicaset("ml", "web-1", 2, "web");
+         api.set_owner_tamper([](nlohmann::json& o) {
+           if (o["kind"] == "ReplicaSet") o["metadata"]["ownerReferences"][0]["controller"] = "true";
+         });
+       }},
+      {"two-controllers", "web-1-0", "web-1", "ReplicaSet", "a second controller",
+       [](FakeKubeApi& api) {
+         api.add_replicaset("ml", "web-1", 2, "web");
+         api.set_owner_tamper([](nlohmann::json& o) {
+           if (o["kind"] != "ReplicaSet") return;
+           nlohmann::json again = o["metadata"]["ownerReferences"][0];
+           again["name"] = "web-2";
+           o["metadata"]["ownerReferences"].push_back(again);
+         });
+       }},
+      {"paused-not-boolean", "web-1-0", "web-1", "ReplicaSet", "an owner object the API returned is malformed",
+       [](FakeKubeApi& api) {
+         api.add_replicaset("ml", "web-1", 2, "web");
+         api.set_owner_tamper([](nlohmann::json& o) {
+           if (o["kind"] == "Deployment") o["spec"]["paused"] = "no";
+         });
+       }},
+      {"metadata-not-object", "web-1-0", "web-1", "ReplicaSet", "an owner object the API returned is malformed",
+       [](FakeKubeApi& api) {
+         api.add_replicaset("ml", "web-1", 2, "web");
+         api.set_owner_tamper([](nlohmann::json& o) {
+           if (o["kind"] == "ReplicaSet") o["metadata"] = nlohmann::json::array();
+         });
+       }},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.name);

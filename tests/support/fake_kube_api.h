@@ -21,6 +21,8 @@
 //   `delete_delay` later. Pod annotation merge patches are served
 //   (dryRun=All changes nothing; set_forbid_pod_patch() answers 403). An
 //   evicted pod of such a ReplicaSet is replaced by this controller.
+//   set_owner_tamper() edits each ReplicaSet and Deployment before it is
+//   served (a malformed reply).
 // Everything is recorded for the assertions (evictions, 429s, events, the
 // fewest running pods each budget saw, the fewest Running and the most live
 // pods each workload had at any point the fake saw, scale patches).
@@ -36,6 +38,7 @@
 #include <bit>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -178,34 +181,32 @@ class FakeKubeApi {
                                                           {"name", w->deployment},
                                                           {"uid", "uid-" + w->deployment},
                                                           {"controller", true}}});
-      res.set_content(nlohmann::json({{"apiVersion", "apps/v1"},
-                                      {"kind", "ReplicaSet"},
-                                      {"metadata", meta},
-                                      {"spec", {{"replicas", w->replicas}}},
-                                      {"status", {{"replicas", live(*w)}}}})
-                          .dump(),
-                      "application/json");
+      nlohmann::json rs = {{"apiVersion", "apps/v1"},
+                           {"kind", "ReplicaSet"},
+                           {"metadata", meta},
+                           {"spec", {{"replicas", w->replicas}}},
+                           {"status", {{"replicas", live(*w)}}}};
+      if (owner_tamper_) owner_tamper_(rs);
+      res.set_content(rs.dump(), "application/json");
     });
     srv_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/deployments/([^/]+))", [this](const Request& req, Response& res) {
       std::lock_guard lock(mu_);
       Workload* w = workload_by_deployment(req.matches[1], req.matches[2]);
       if (w == nullptr) return not_found(res);
       const int status_replicas = w->rolling_out ? w->replicas + 1 : w->replicas;
-      res.set_content(
-          nlohmann::json(
-              {{"apiVersion", "apps/v1"},
-               {"kind", "Deployment"},
-               {"metadata",
-                {{"name", w->deployment},
-                 {"namespace", w->ns},
-                 {"uid", "uid-" + w->deployment},
-                 {"generation", 3},
-                 {"annotations", {{"deployment.kubernetes.io/revision", "1"}}}}},
-               {"spec", {{"replicas", w->replicas}, {"paused", w->paused}}},
-               {"status",
-                {{"observedGeneration", 3}, {"replicas", status_replicas}, {"updatedReplicas", w->replicas}}}})
-              .dump(),
-          "application/json");
+      nlohmann::json dep(
+          {{"apiVersion", "apps/v1"},
+           {"kind", "Deployment"},
+           {"metadata",
+            {{"name", w->deployment},
+             {"namespace", w->ns},
+             {"uid", "uid-" + w->deployment},
+             {"generation", 3},
+             {"annotations", {{"deployment.kubernetes.io/revision", "1"}}}}},
+           {"spec", {{"replicas", w->replicas}, {"paused", w->paused}}},
+           {"status", {{"observedGeneration", 3}, {"replicas", status_replicas}, {"updatedReplicas", w->replicas}}}});
+      if (owner_tamper_) owner_tamper_(dep);
+      res.set_content(dep.dump(), "application/json");
     });
     srv_.Get(R"(/apis/apps/v1/namespaces/([^/]+)/(deployments|replicasets)/([^/]+)/scale)",
              [this](const Request& req, Response& res) {
@@ -380,6 +381,11 @@ class FakeKubeApi {
   void set_delete_delay(std::chrono::milliseconds d) { delete_delay_ = d; }
   // Pod patches answered 403 (credentials without `patch pods`).
   void set_forbid_pod_patch(bool forbid) { forbid_pod_patch_ = forbid; }
+  // Called (under the fake's lock) on each ReplicaSet and Deployment served.
+  void set_owner_tamper(std::function<void(nlohmann::json&)> f) {
+    std::lock_guard lock(mu_);
+    owner_tamper_ = std::move(f);
+  }
   // Sets replicas as someone else would (an operator, an autoscaler).
   void set_replicas(const std::string& rs, int replicas) {
     std::lock_guard lock(mu_);
@@ -684,6 +690,7 @@ class FakeKubeApi {
   std::vector<std::string> deleted_by_controller_;
   std::atomic<int> scale_conflicts_{0};
   std::atomic<bool> forbid_pod_patch_{false};
+  std::function<void(nlohmann::json&)> owner_tamper_;
   std::atomic<std::chrono::milliseconds> delete_delay_{std::chrono::milliseconds(30)};
   httplib::Server srv_;
   int port_ = 0;
