@@ -39,14 +39,9 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
   AnalysisReport r;
   // The same ledger `gpupack serve` keeps: every running pod charged,
   // whoever scheduled it.
-  std::vector<NodeSpec> specs;
-  NameIndex node_index;
-  node_index.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    specs.push_back(model_node(nodes[i]));
-    node_index.assign(nodes[i].spec.name, static_cast<int>(i));
-  }
-  ClusterState state(std::move(specs));
+  ModeledNodes modeled = model_nodes(nodes);
+  const NameIndex& node_index = modeled.index;
+  ClusterState state(std::move(modeled.specs));
   ChargeResult charged = charge_running_pods(state, nodes, node_index, pods);
   r.unattributed = std::move(charged.messages);
   r.conflicts = charged.conflicts;

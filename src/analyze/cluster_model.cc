@@ -50,6 +50,17 @@ bool charge_fits(const ClusterState& state, const std::vector<K8sNode>& nodes, c
   return state.check_fit(req, held_assignment(state, n, req, held.gpu_mask)).is_ok();
 }
 
+ModeledNodes model_nodes(const std::vector<K8sNode>& nodes) {
+  ModeledNodes m;
+  m.specs.reserve(nodes.size());
+  m.index.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    m.specs.push_back(model_node(nodes[i]));
+    m.index.assign(nodes[i].spec.name, static_cast<int>(i));
+  }
+  return m;
+}
+
 ChargeResult charge_running_pods(ClusterState& state, const std::vector<K8sNode>& nodes, const NameIndex& node_index,
                                  const std::vector<K8sPod>& pods, std::span<const uint8_t> skip,
                                  const GpuChooser& choose) {

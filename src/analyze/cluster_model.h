@@ -2,8 +2,8 @@
 // every running pod is charged to its node, whoever scheduled it.
 //
 // Contract:
-// - charge_running_pods() binds, into `state` (built from model_node() of
-//   `nodes`, in order), every pod i that is not terminal, has spec.nodeName
+// - charge_running_pods() binds, into `state` (built from model_nodes() of
+//   `nodes`), every pod i that is not terminal, has spec.nodeName
 //   set and has skip[i] == 0, as PodId i, with model_request(pod, node):
 //   CPU and memory, whole GPUs (nvidia.com/gpu), shares of one GPU (shared
 //   replicas, gpupack.io/gpu-milli), advertised MIG devices and gpupack's
@@ -62,6 +62,14 @@ struct ChargeResult {
   int conflicts = 0;
   std::vector<PodId> unknown_ids;
 };
+
+// The engine's nodes for `nodes`: model_node() of each, in order, and the
+// index of their names (what charge_running_pods() takes).
+struct ModeledNodes {
+  std::vector<NodeSpec> specs;
+  NameIndex index;
+};
+ModeledNodes model_nodes(const std::vector<K8sNode>& nodes);
 
 // Chooses the GPUs of a pod on a given node (default: choose_placement).
 using GpuChooser = std::function<Placement(const ClusterState&, NodeId, const Request&)>;

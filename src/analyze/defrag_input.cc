@@ -28,16 +28,10 @@ std::string held_reason(const K8sPod& pod, const LiveDefragOptions& options) {
 
 LiveDefragInput live_defrag_input(const std::vector<K8sNode>& nodes, const std::vector<K8sPod>& pods,
                                   const std::vector<K8sPdb>& pdbs, const LiveDefragOptions& options) {
-  std::vector<NodeSpec> specs;
-  NameIndex node_index;
-  node_index.reserve(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    specs.push_back(model_node(nodes[i]));
-    node_index.assign(nodes[i].spec.name, static_cast<int>(i));
-  }
-  LiveDefragInput in{Snapshot{ClusterState(std::move(specs)), {}, {}, {}}, {}, {}, {}};
+  ModeledNodes modeled = model_nodes(nodes);
+  LiveDefragInput in{Snapshot{ClusterState(std::move(modeled.specs)), {}, {}, {}}, {}, {}, {}};
   Snapshot& snap = in.snapshot;
-  ChargeResult charged = charge_running_pods(snap.state, nodes, node_index, pods);
+  ChargeResult charged = charge_running_pods(snap.state, nodes, modeled.index, pods);
   snap.state.commit();
   in.messages = std::move(charged.messages);
   in.pods = pods;
