@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "policy/gpu_choice.h"
+#include "policy/gpu_scan.h"
 
 namespace gpupack {
 namespace {
@@ -119,27 +120,9 @@ NodeScore CapFragPolicy::score(const ClusterState& state, NodeId node, const Req
   const auto free = state.gpu_free_milli(node);
   const int64_t cpu_after = state.cpu_free_milli(node) - req.cpu_milli;
   const int64_t free_after = state.gpu_free_total_milli(node) - req.total_gpu_milli();
-  std::array<int32_t, kMaxGpusPerNode> after{};
-  std::copy(free.begin(), free.end(), after.begin());
-  const std::span<const int32_t> after_span(after.data(), free.size());
-  NodeScore best{std::numeric_limits<int64_t>::min(), 0};
-  if (req.is_shared() && req.gpu_count == 1) {
-    for (size_t g = 0; g < free.size(); ++g) {
-      if (free[g] < req.gpu_milli) continue;
-      bool seen = false;  // an earlier GPU with the same free value scores the same
-      for (size_t h = 0; h < g && !seen; ++h) seen = free[h] == free[g];
-      if (seen) continue;
-      after[g] -= req.gpu_milli;
-      const int64_t s = evaluate_after(state, node, cpu_after, after_span, free_after);
-      after[g] += req.gpu_milli;
-      if (s > best.score) best = {s, 1u << g};
-    }
-  } else {
-    const uint32_t mask = choose_gpus_first_fit(free, req);
-    for (size_t g = 0; g < free.size(); ++g)
-      if ((mask >> g) & 1u) after[g] -= req.gpu_milli;
-    best = {evaluate_after(state, node, cpu_after, after_span, free_after), mask};
-  }
+  const NodeScore best = best_gpus_by_score(
+      free, req, std::numeric_limits<int64_t>::min(),
+      [&](std::span<const int32_t> after) { return evaluate_after(state, node, cpu_after, after, free_after); });
   e = {state.version(node), best.score, best.gpu_mask};
   return best;
 }

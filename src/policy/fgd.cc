@@ -6,6 +6,7 @@
 
 #include "mig/mig_slot_choice.h"
 #include "policy/gpu_choice.h"
+#include "policy/gpu_scan.h"
 
 namespace gpupack {
 namespace {
@@ -93,29 +94,9 @@ NodeScore FgdPolicy::score(const ClusterState& state, NodeId node, const Request
   const auto free = state.gpu_free_milli(node);
   const int64_t cpu_after = state.cpu_free_milli(node) - req.cpu_milli;
   const GpuModelId model = state.gpu_model(node);
-  std::array<int32_t, kMaxGpusPerNode> after{};
-  std::copy(free.begin(), free.end(), after.begin());
-  const std::span<const int32_t> after_span(after.data(), free.size());
-  NodeScore best{-1, 0};
-  if (req.is_shared() && req.gpu_count == 1) {
-    for (size_t g = 0; g < free.size(); ++g) {
-      if (free[g] < req.gpu_milli) continue;
-      bool seen = false;  // an earlier GPU with the same free value scores the same
-      for (size_t h = 0; h < g && !seen; ++h) seen = free[h] == free[g];
-      if (seen) continue;
-      after[g] -= req.gpu_milli;
-      const double delta = before - node_fragmentation_milli(*target_, model, cpu_after, after_span);
-      after[g] += req.gpu_milli;
-      const int32_t s = frag_delta_score(delta);
-      if (s > best.score) best = {s, 1u << g};
-    }
-  } else {
-    const uint32_t mask = choose_gpus_first_fit(free, req);
-    for (size_t g = 0; g < free.size(); ++g)
-      if ((mask >> g) & 1u) after[g] -= req.gpu_milli;
-    const double delta = before - node_fragmentation_milli(*target_, model, cpu_after, after_span);
-    best = {frag_delta_score(delta), mask};
-  }
+  const NodeScore best = best_gpus_by_score(free, req, -1, [&](std::span<const int32_t> after) -> int64_t {
+    return frag_delta_score(before - node_fragmentation_milli(*target_, model, cpu_after, after));
+  });
   e = {state.version(node), static_cast<int32_t>(best.score), best.gpu_mask};
   return best;
 }
