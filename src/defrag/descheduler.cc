@@ -25,21 +25,8 @@ DefragPlan plan_descheduler(const ClusterState& state, const DefragGoal& goal, c
   const bool high = opt.strategy == DeschedulerStrategy::kHighNodeUtilization;
   ClusterState s = state;
   s.commit();
-  MeasureTracker tracker(s, goal.target.get());
-  DefragPlan plan;
-  plan.goal = goal.kind;
-  plan.algorithm = high ? "high-node-utilization" : "low-node-utilization";
-  plan.before = tracker.measures(s);
-  int admitted = 0;
-  int64_t admitted_milli = 0;
-  auto record = [&](PlanStep step) {
-    tracker.refresh(s, step.to.node);
-    if (valid(step.from.node)) tracker.refresh(s, step.from.node);
-    step.after = tracker.measures(s);
-    step.after.admitted_pods = admitted;
-    step.after.admitted_gpu_milli = admitted_milli;
-    plan.steps.push_back(std::move(step));
-  };
+  BaselineRecorder rec(s, goal);
+  DefragPlan& plan = rec.plan();
 
   std::vector<std::vector<PodId>> node_pods(s.node_count());
   for (PodId p : s.bound_pods()) node_pods[index(s.assignment(p).node)].push_back(p);
@@ -85,22 +72,46 @@ DefragPlan plan_descheduler(const ClusterState& state, const DefragGoal& goal, c
         continue;
       }
       plan.use = use;
-      record(PlanStep{kind, p, req, from, *to, move_cost(info, kind), {}});
+      rec.record(PlanStep{kind, p, req, from, *to, move_cost(info, kind), {}});
     }
   }
-  for (const PendingPod& p : goal.pending) {
-    auto to = policy_place(s, policy, node_rank, p.request, [](NodeId) { return true; });
-    if (!to || !s.bind(p.id, p.request, *to).is_ok()) {
-      plan.not_admitted.push_back(p.id);
+  rec.admit_pending(policy, node_rank);
+  return rec.finish(high ? "high-node-utilization" : "low-node-utilization", start);
+}
+
+BaselineRecorder::BaselineRecorder(ClusterState& state, const DefragGoal& goal)
+    : s_(state), goal_(goal), tracker_(state, goal.target.get()) {
+  plan_.goal = goal.kind;
+  plan_.before = tracker_.measures(s_);
+}
+
+void BaselineRecorder::record(PlanStep step) {
+  tracker_.refresh(s_, step.to.node);
+  if (valid(step.from.node)) tracker_.refresh(s_, step.from.node);
+  step.after = tracker_.measures(s_);
+  step.after.admitted_pods = admitted_;
+  step.after.admitted_gpu_milli = admitted_milli_;
+  plan_.steps.push_back(std::move(step));
+}
+
+void BaselineRecorder::admit_pending(Policy& policy, std::span<const int64_t> node_rank) {
+  for (const PendingPod& p : goal_.pending) {
+    auto to = policy_place(s_, policy, node_rank, p.request, [](NodeId) { return true; });
+    if (!to || !s_.bind(p.id, p.request, *to).is_ok()) {
+      plan_.not_admitted.push_back(p.id);
       continue;
     }
-    ++admitted;
-    admitted_milli += p.request.total_gpu_milli();
+    ++admitted_;
+    admitted_milli_ += p.request.total_gpu_milli();
     record(PlanStep{MoveKind::kAdmit, p.id, p.request, Assignment{}, *to, 0, {}});
   }
-  plan.after = plan.steps.empty() ? plan.before : plan.steps.back().after;
-  plan.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return plan;
+}
+
+DefragPlan BaselineRecorder::finish(std::string algorithm, std::chrono::steady_clock::time_point start) {
+  plan_.algorithm = std::move(algorithm);
+  plan_.after = plan_.steps.empty() ? plan_.before : plan_.steps.back().after;
+  plan_.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::move(plan_);
 }
 
 std::optional<Assignment> policy_place(const ClusterState& state, Policy& policy, std::span<const int64_t> node_rank,

@@ -19,9 +19,11 @@
 //   O(moves x nodes) policy scores. `state` is not changed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "defrag/budget.h"
@@ -58,5 +60,30 @@ std::optional<Assignment> policy_place(const ClusterState& state, Policy& policy
   for (int i = 0; i < state.node_count(); ++i) mask[static_cast<size_t>(i)] = allowed(NodeId{i}) ? 1 : 0;
   return policy_place(state, policy, node_rank, req, std::span<const uint8_t>(mask));
 }
+
+// The bookkeeping the baselines share (this file's and frag_descheduler.h's):
+// a plan recorded as it is made on a working copy of the state. record()
+// stamps a step, already applied to `state`, with the measures after it and
+// the pods and GPU milli admitted so far; admit_pending() offers the goal's
+// pending pods to `policy` over all nodes, in order, and records each one
+// admitted or lists it in not_admitted; finish() names the plan and sets
+// `after` and the planning time. `state` and `goal` must outlive it.
+class BaselineRecorder {
+ public:
+  BaselineRecorder(ClusterState& state, const DefragGoal& goal);
+  DefragPlan& plan() { return plan_; }
+  const DefragPlan& plan() const { return plan_; }
+  void record(PlanStep step);
+  void admit_pending(Policy& policy, std::span<const int64_t> node_rank);
+  DefragPlan finish(std::string algorithm, std::chrono::steady_clock::time_point start);
+
+ private:
+  ClusterState& s_;
+  const DefragGoal& goal_;
+  MeasureTracker tracker_;
+  DefragPlan plan_;
+  int admitted_ = 0;
+  int64_t admitted_milli_ = 0;
+};
 
 }  // namespace gpupack

@@ -31,7 +31,7 @@ class Run {
  public:
   Run(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
       Policy& policy, std::span<const int64_t> node_rank)
-      : s_(state), goal_(goal), budget_(budget), infos_(infos), policy_(policy), node_rank_(node_rank) {
+      : s_(state), budget_(budget), infos_(infos), policy_(policy), node_rank_(node_rank) {
     s_.commit();
     if (goal.target) {
       target_ = goal.target;
@@ -41,9 +41,7 @@ class Run {
       for (const PendingPod& p : goal.pending) requests.push_back(p.request);
       target_ = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(requests));
     }
-    tracker_.emplace(s_, goal.target.get());
-    plan_.goal = goal.kind;
-    plan_.before = tracker_->measures(s_);
+    rec_.emplace(s_, goal);
     node_pods_.resize(static_cast<size_t>(s_.node_count()));
     for (PodId p : s_.bound_pods()) node_pods_[index(s_.assignment(p).node)].push_back(p);
     for (auto& pods : node_pods_) std::sort(pods.begin(), pods.end());
@@ -51,7 +49,7 @@ class Run {
 
   double frag(NodeId n) const { return node_fragmentation_milli(*target_, s_, n); }
 
-  bool budget_full() const { return budget_.max_moves >= 0 && plan_.use.moves >= budget_.max_moves; }
+  bool budget_full() const { return budget_.max_moves >= 0 && rec_->plan().use.moves >= budget_.max_moves; }
 
   // The movable, not yet considered pod on `n` whose removal lowers F(n)
   // the most.
@@ -100,7 +98,7 @@ class Run {
     const PodMoveInfo& info = move_info(infos_, p);
     const Request req = s_.request(p);
     const Assignment from = s_.assignment(p);
-    BudgetUse use = plan_.use;
+    BudgetUse use = rec_->plan().use;
     const MoveKind kind = classify_move(info, from.node, NodeId{-2});  // another node
     use.add(p, info, int64_t{from.gpu_count()} * from.gpu_milli, move_cost(info, kind));
     if (!use.within(budget_)) return false;
@@ -111,30 +109,18 @@ class Run {
       s_.rollback(mark);
       return false;
     }
-    plan_.use = use;
+    rec_->plan().use = use;
     auto& src = node_pods_[index(from.node)];
     src.erase(std::find(src.begin(), src.end(), p));
     auto& dst = node_pods_[index(to->node)];
     dst.insert(std::lower_bound(dst.begin(), dst.end(), p), p);
-    record(PlanStep{kind, p, req, from, *to, move_cost(info, kind), {}});
+    rec_->record(PlanStep{kind, p, req, from, *to, move_cost(info, kind), {}});
     return true;
   }
 
   DefragPlan finish(const char* algorithm, std::chrono::steady_clock::time_point start) {
-    for (const PendingPod& p : goal_.pending) {
-      auto to = policy_place(s_, policy_, node_rank_, p.request, [](NodeId) { return true; });
-      if (!to || !s_.bind(p.id, p.request, *to).is_ok()) {
-        plan_.not_admitted.push_back(p.id);
-        continue;
-      }
-      ++admitted_;
-      admitted_milli_ += p.request.total_gpu_milli();
-      record(PlanStep{MoveKind::kAdmit, p.id, p.request, Assignment{}, *to, 0, {}});
-    }
-    plan_.algorithm = algorithm;
-    plan_.after = plan_.steps.empty() ? plan_.before : plan_.steps.back().after;
-    plan_.plan_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return std::move(plan_);
+    rec_->admit_pending(policy_, node_rank_);
+    return rec_->finish(algorithm, start);
   }
 
   ClusterState& state() { return s_; }
@@ -142,28 +128,15 @@ class Run {
  private:
   bool eligible(PodId p) const { return !done_.count(index(p)) && !move_info(infos_, p).immovable; }
 
-  void record(PlanStep step) {
-    tracker_->refresh(s_, step.to.node);
-    if (valid(step.from.node)) tracker_->refresh(s_, step.from.node);
-    step.after = tracker_->measures(s_);
-    step.after.admitted_pods = admitted_;
-    step.after.admitted_gpu_milli = admitted_milli_;
-    plan_.steps.push_back(std::move(step));
-  }
-
   ClusterState s_;
-  const DefragGoal& goal_;
   const DefragBudget& budget_;
   const PodMoveInfos& infos_;
   Policy& policy_;
   std::span<const int64_t> node_rank_;
   std::shared_ptr<const TargetWorkload> target_;
-  std::optional<MeasureTracker> tracker_;
-  DefragPlan plan_;
+  std::optional<BaselineRecorder> rec_;        // records on s_
   std::vector<std::vector<PodId>> node_pods_;  // bound pods per node, by id
   std::unordered_set<size_t> done_;            // pods moved, or tried and left where they were
-  int admitted_ = 0;
-  int64_t admitted_milli_ = 0;
 };
 
 }  // namespace
