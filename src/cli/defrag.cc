@@ -46,6 +46,7 @@ struct DefragFlags {
   double frag_below = -1;  // -1 = not given
   double time_limit = 0;
   bool no_refine = false;
+  double max_moves_per_gpu = -1;
   bool gang = false;
   bool no_local_search = false;
   bool bound = false;
@@ -288,6 +289,9 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   DefragGoal goal;
   goal.kind = parse_goal_kind(f.goal);
   goal.gang = f.gang;
+  if (f.max_moves_per_gpu >= 0 && (goal.kind != GoalKind::kAdmitPending || goal.gang))
+    throw std::invalid_argument(
+        "--max-moves-per-gpu needs --goal admit without --gang (it weighs moves against GPUs admitted)");
   LiveDefragInput in = load_input(f, live);
   Snapshot& snap = in.snapshot;
   if (trigger != nullptr) {
@@ -322,6 +326,7 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   PlannerOptions opt;
   opt.time_limit_s = f.time_limit;
   opt.refine = !f.no_refine;
+  opt.max_moves_per_gpu = f.max_moves_per_gpu;
   opt.local_search = !f.no_local_search;
   auto policy = make_policy(f.policy, {42, goal.target});
   const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
@@ -488,6 +493,10 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_option("--max-moved-gpus", flags->max_moved_gpus, "at most this many GPUs' worth of pods moved")
       ->check(no_limit_or_nonnegative);
   cmd->add_option("--max-cost", flags->max_cost, "at most this summed move cost")->check(no_limit_or_nonnegative);
+  cmd->add_option("--max-moves-per-gpu", flags->max_moves_per_gpu,
+                  "with --goal admit: at most this many moves per GPU admitted; admissions that cost more are "
+                  "dropped with the moves only they need (-1 = no limit)")
+      ->check(no_limit_or_nonnegative);
   cmd->add_option("--method", flags->method, defrag_method_name_list())->capture_default_str();
   cmd->add_option("--policy", flags->policy, "policy that re-places evicted pods (descheduler methods)")
       ->capture_default_str();

@@ -58,8 +58,37 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
                                    const PodMoveInfos& i) { return plan_once(s, g, b, i, policy, node_rank, planner); };
          DefragPlan plan = once(state, goal, budget, infos);
          // Under a move cap, moves the admissions do not need are worth spending again.
-         if (!planner.refine || budget.max_moves < 0) return plan;
-         return refine_plan(state, std::move(plan), goal, budget, infos, once);
+         if (planner.refine && budget.max_moves >= 0)
+           plan = refine_plan(state, std::move(plan), goal, budget, infos, once);
+         // Under a value rule, the greedy's plan (fewest moves per admission,
+         // without consolidation) may keep more once both are trimmed.
+         if (planner.max_moves_per_gpu < 0 || !planner.consolidate || budget.max_moves < 0 ||
+             goal.kind != GoalKind::kAdmitPending || goal.gang)
+           return plan;
+         const double limit = planner.max_moves_per_gpu;
+         // A smaller cap too: the moves the rule allows for what the plan admits.
+         const int64_t allowed =
+             static_cast<int64_t>(limit * static_cast<double>(plan.after.admitted_gpu_milli) / kGpuMilliPerGpu);
+         const int moves_before = plan.use.moves;
+         std::vector<DefragPlan> tries;
+         tries.push_back(trim_to_value(state, std::move(plan), goal, infos, limit));
+         tries.push_back(trim_to_value(state, plan_defrag(state, goal, budget, infos, planner), goal, infos, limit));
+         if (allowed > 0 && allowed < moves_before && allowed < budget.max_moves) {
+           DefragBudget smaller = budget;
+           smaller.max_moves = static_cast<int>(allowed);
+           DefragPlan p = once(state, goal, smaller, infos);
+           if (planner.refine) p = refine_plan(state, std::move(p), goal, smaller, infos, once);
+           tries.push_back(trim_to_value(state, std::move(p), goal, infos, limit));
+         }
+         double seconds = 0;
+         size_t best = 0;
+         for (size_t i = 0; i < tries.size(); ++i) {
+           seconds += tries[i].plan_seconds;
+           const int64_t a = tries[i].after.admitted_gpu_milli, b = tries[best].after.admitted_gpu_milli;
+           if (a > b || (a == b && tries[i].use.moves < tries[best].use.moves)) best = i;
+         }
+         tries[best].plan_seconds = seconds;
+         return std::move(tries[best]);
        }},
       {"high-node-utilization", "descheduler HighNodeUtilization: empty the least used nodes",
        descheduler(DeschedulerStrategy::kHighNodeUtilization)},
@@ -99,7 +128,9 @@ DefragPlan plan_by_method(std::string_view method, const ClusterState& state, co
                           const DefragBudget& budget, const PodMoveInfos& infos, Policy& policy,
                           std::span<const int64_t> node_rank, const PlannerOptions& planner) {
   for (const auto& m : defrag_method_table())
-    if (m.name == method) return m.plan(state, goal, budget, infos, policy, node_rank, planner);
+    if (m.name == method)
+      return trim_to_value(state, m.plan(state, goal, budget, infos, policy, node_rank, planner), goal, infos,
+                           planner.max_moves_per_gpu);
   check_defrag_method(method);
   return {};
 }

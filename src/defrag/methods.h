@@ -9,7 +9,12 @@
 // "low-node-utilization" (plan_descheduler() with default thresholds,
 // re-placing with `policy` and `node_rank`), or "frag-one-pod",
 // "frag-multi-pod" and "cos-sim" (plan_frag_descheduler(), the FGD
-// simulator's deschedule rules). It does not change `state`;
+// simulator's deschedule rules). With `planner.max_moves_per_gpu` >= 0 the
+// method's plan then goes through trim_to_value() (defrag/refine.h), whatever
+// the method; "planner" under a move cap first trims three plans (its own,
+// plan_defrag()'s alone, and its own for the cap the rule allows for what
+// its plan admits) and keeps the one that admits the most GPU milli (fewer
+// moves on ties). It does not change `state`;
 // apply the plan with apply_plan(). An unknown name throws
 // std::invalid_argument listing the known ones.
 #pragma once

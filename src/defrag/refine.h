@@ -25,7 +25,20 @@
 //   passes validate_plan() against `state`, `goal` and `budget` when `plan`
 //   does; its `algorithm` gains " + refinement" when refinement changed it.
 //   Goals other than admit, and gangs, return `plan` unchanged.
-// - Neither changes `state`. Deterministic when `replan` is.
+// - trim_to_value() applies an operator's cost-to-value rule: at most
+//   `max_moves_per_gpu` moves per GPU admitted (moves / (admitted GPU milli
+//   / 1000)). A plan within it, or a negative limit, is returned unchanged.
+//   Otherwise each admission's support is found (the moves the plan keeps
+//   when that admission alone is kept, prune_plan()); admissions are taken
+//   by fewest support moves per GPU milli (plan order on ties), and each
+//   joins when the plan with the admissions taken so far, pruned, stays
+//   within the rule. Moves are shared by admissions, so the build-up finds
+//   sets a tear-down would miss. Admissions kept stay where they were; the
+//   result passes validate_plan() when `plan` does and may admit nothing
+//   (then it moves nothing); its `algorithm` gains " + value trim". Goals
+//   other than admit, and gangs, return `plan` unchanged. 2 x admissions
+//   prunes.
+// - None of them changes `state`. Deterministic when `replan` is.
 #pragma once
 
 #include <functional>
@@ -45,5 +58,8 @@ DefragPlan prune_plan(const ClusterState& state, const DefragPlan& plan, const D
 
 DefragPlan refine_plan(const ClusterState& state, DefragPlan plan, const DefragGoal& goal, const DefragBudget& budget,
                        const PodMoveInfos& infos, const ReplanFn& replan, int rounds = 8);
+
+DefragPlan trim_to_value(const ClusterState& state, DefragPlan plan, const DefragGoal& goal, const PodMoveInfos& infos,
+                         double max_moves_per_gpu);
 
 }  // namespace gpupack

@@ -49,6 +49,16 @@ TEST(DefragCli, SimulateWithDefragBudgetReportsBeforeAndAfterPerRun) {
   // The planner's greedy, or consolidation rounds before it when they admit more.
   EXPECT_THAT(table.output,
               ::testing::ContainsRegex("(consolidation \\+ )?greedy( \\+ refinement)? plan, goal admit: [0-9]+ moves"));
+  // The value rule: at most 2 moves per GPU admitted, said in the algorithm when it cut the plan.
+  const RunResult valued =
+      run_gpupack("defrag --state " + out + "/state.json --max-moves-pct 5 --max-moves-per-gpu 2 --format json");
+  ASSERT_EQ(valued.exit_code, 0) << valued.output;
+  const auto vj = nlohmann::json::parse(valued.output);
+  if (!vj["moves_per_gpu_admitted"].is_null()) {
+    EXPECT_LE(vj["moves_per_gpu_admitted"].get<double>(), 2.0 + 1e-9);
+  } else {
+    EXPECT_TRUE(vj["moves"].get<int>() == 0 || vj["after"]["admitted_gpu_milli"].get<int64_t>() > 0) << vj.dump();
+  }
   const RunResult ev = run_gpupack("defrag --state " + out + "/state.json --max-moves 10 --format evictions");
   ASSERT_EQ(ev.exit_code, 0) << ev.output;
   const auto list = nlohmann::json::parse(ev.output);
@@ -85,6 +95,12 @@ TEST(DefragCli, BadInputFailsWithAClearMessage) {
   r = run_gpupack("defrag --state " + dir + "/bad.json --goal frag");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("--goal frag needs --frag-below"));
+  r = run_gpupack("defrag --state " + dir + "/bad.json --goal free-gpus --max-moves-per-gpu 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--max-moves-per-gpu needs --goal admit without --gang"));
+  r = run_gpupack("defrag --state " + dir + "/bad.json --max-moves-per-gpu -2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_THAT(r.output, HasSubstr("must be -1 (no limit) or at least 0"));
   r = run_gpupack("defrag --state " + dir + "/missing.json");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("missing.json"));

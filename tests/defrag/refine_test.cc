@@ -176,3 +176,90 @@ TEST(Refine, OtherGoalsAndGangsAreLeftAlone) {
 
 }  // namespace
 }  // namespace gpupack
+
+namespace gpupack {
+namespace {
+
+// The value rule on the chain: B -> n4 (needed by nothing), then C -> n3 and
+// A -> n2 to admit one whole-GPU pod on n0: 3 moves for 1 GPU.
+TEST(Refine, ValueTrimKeepsWhatPaysAndNothingElse) {
+  Chain c;
+  DefragPlan plan = prune_plan(c.state, c.plan(), c.goal, c.infos);
+  plan.steps.insert(plan.steps.begin(), c.move(1, 4));  // B -> n4 again: 3 moves for 1 GPU
+  plan.use.moves = 3;
+  plan.after.admitted_gpu_milli = 1000;
+  plan.algorithm = "hand";
+  // Within the rule: unchanged, unneeded move and all.
+  EXPECT_EQ(trim_to_value(c.state, plan, c.goal, c.infos, 3).steps.size(), 4u);
+  EXPECT_EQ(trim_to_value(c.state, plan, c.goal, c.infos, -1).steps.size(), 4u);
+  // 2 moves per GPU: the move nothing needs goes, the admission stays.
+  const DefragPlan two = trim_to_value(c.state, plan, c.goal, c.infos, 2);
+  EXPECT_EQ(two.moves(), 2);
+  EXPECT_EQ(two.after.admitted_gpu_milli, 1000);
+  EXPECT_EQ(two.algorithm, "hand + value trim");
+  DefragBudget budget;
+  budget.max_moves = 3;
+  auto errors = validate_plan(c.state, two, c.goal, budget, c.infos);
+  EXPECT_TRUE(errors.empty()) << errors.front();
+  // 1.5 per GPU: the admission does not pay for its two moves.
+  const DefragPlan none = trim_to_value(c.state, plan, c.goal, c.infos, 1.5);
+  EXPECT_EQ(none.moves(), 0);
+  EXPECT_TRUE(none.steps.empty());
+  EXPECT_EQ(none.not_admitted.size(), 2u);
+  // Gangs and other goals: unchanged.
+  DefragGoal gang = c.goal;
+  gang.gang = true;
+  EXPECT_EQ(trim_to_value(c.state, plan, gang, c.infos, 0).steps.size(), 4u);
+}
+
+// On random clusters, whatever the limit: the plan is valid, within the
+// rule, never admits less than the greedy's plan trimmed the same way, and
+// equals the plan without the rule when that one is within it.
+TEST(Refine, ValueTrimOnRandomClustersStaysWithinAndNeverLosesToTheGreedy) {
+  int trimmed_nonempty = 0;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    auto c = make_random_cluster(seed, 16, 4, 140 + static_cast<int>(seed * 2), 12, true, seed % 3 ? 32000 : 8000);
+    auto policy = make_policy("bestfit", {});
+    DefragGoal goal;
+    goal.pending = c.pending;
+    DefragBudget budget;
+    budget.max_moves = 8 + static_cast<int>(seed % 4) * 8;
+    const DefragPlan full = plan_by_method("planner", c.state, goal, budget, c.infos, *policy, {});
+    for (const double limit : {0.0, 0.5, 1.0, 2.0, 4.0}) {
+      PlannerOptions o;
+      o.max_moves_per_gpu = limit;
+      const DefragPlan p = plan_by_method("planner", c.state, goal, budget, c.infos, *policy, {}, o);
+      const auto errors = validate_plan(c.state, p, goal, budget, c.infos);
+      ASSERT_TRUE(errors.empty()) << "seed " << seed << " limit " << limit << ": " << errors.front();
+      EXPECT_LE(p.moves() * 1000.0, limit * static_cast<double>(p.after.admitted_gpu_milli) + 1e-6)
+          << "seed " << seed << " limit " << limit;
+      if (p.moves() > 0) ++trimmed_nonempty;
+      // Never below what the greedy alone keeps under the same rule.
+      const DefragPlan greedy =
+          trim_to_value(c.state, plan_defrag(c.state, goal, budget, c.infos), goal, c.infos, limit);
+      EXPECT_GE(p.after.admitted_gpu_milli, greedy.after.admitted_gpu_milli) << "seed " << seed;
+      // A plan already within the rule is the plan without the rule.
+      const double ratio =
+          full.moves() == 0
+              ? 0
+              : full.moves() * 1000.0 / std::max<double>(1, static_cast<double>(full.after.admitted_gpu_milli));
+      if (full.moves() == 0 || (full.after.admitted_gpu_milli > 0 && ratio <= limit)) {
+        EXPECT_GE(p.after.admitted_gpu_milli, full.after.admitted_gpu_milli) << "seed " << seed;
+      }
+      // With no move allowed per GPU, only admissions that need no move stay.
+      if (limit == 0) {
+        EXPECT_EQ(p.moves(), 0) << "seed " << seed;
+      }
+    }
+    // Any method goes through the rule.
+    PlannerOptions o;
+    o.max_moves_per_gpu = 1;
+    const DefragPlan frag = plan_by_method("frag-multi-pod", c.state, goal, budget, c.infos, *policy, {}, o);
+    EXPECT_LE(frag.moves() * 1000.0, static_cast<double>(frag.after.admitted_gpu_milli) + 1e-6) << "seed " << seed;
+    EXPECT_TRUE(validate_plan(c.state, frag, goal, budget, c.infos).empty()) << "seed " << seed;
+  }
+  EXPECT_GT(trimmed_nonempty, 0) << "the rule never kept a move";
+}
+
+}  // namespace
+}  // namespace gpupack
