@@ -14,15 +14,11 @@ set -euo pipefail
 BIN=${1:-build/gpupack}
 SEEDS=${2:-"42 43 44 45 46 47 48 49 50 51"}
 CAPS=${3:-"1 2 5"}
-OPENB=${OPENB:-../shared/traces/openb}
-[ -d "$OPENB" ] || { echo "skipped: $OPENB not found (set OPENB=DIR)"; exit 0; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/openb_state.sh"
 echo "| seed | cap | admitted milli, --no-refine | moves | s | admitted milli, refined | moves | s | gain |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for seed in $SEEDS; do
-  "$BIN" simulate --nodes "$OPENB/openb_node_list_gpu_node.csv" --pods "$OPENB/openb_pod_list_default.csv" \
-    --policy fgd --seeds "$seed" --tune 1.3 --quiet --save-state "$work/state.json" --out "$work/sim" > /dev/null
+  openb_state "$seed" "$work/state.json"
   for cap in $CAPS; do
     "$BIN" defrag --state "$work/state.json" --max-moves-pct "$cap" --no-refine --format json -o "$work/a.json"
     "$BIN" defrag --state "$work/state.json" --max-moves-pct "$cap" --format json -o "$work/b.json"

@@ -16,15 +16,11 @@ BIN=${1:-build/gpupack}
 SEEDS=${2:-"42 43 44 45 46 47 48 49 50 51"}
 CAPS=${3:-"5"}
 LIMITS=${4:-"-1 8 4 2 1"}
-OPENB=${OPENB:-../shared/traces/openb}
-[ -d "$OPENB" ] || { echo "skipped: $OPENB not found (set OPENB=DIR)"; exit 0; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/openb_state.sh"
 echo "| seed | cap | moves per GPU at most | admitted milli | moves | moves per GPU | s | algorithm |"
 echo "|---|---|---|---|---|---|---|---|"
 for seed in $SEEDS; do
-  "$BIN" simulate --nodes "$OPENB/openb_node_list_gpu_node.csv" --pods "$OPENB/openb_pod_list_default.csv" \
-    --policy fgd --seeds "$seed" --tune 1.3 --quiet --save-state "$work/state.json" --out "$work/sim" > /dev/null
+  openb_state "$seed" "$work/state.json"
   for cap in $CAPS; do
     for limit in $LIMITS; do
       "$BIN" defrag --state "$work/state.json" --max-moves-pct "$cap" --max-moves-per-gpu "$limit" --format json \
