@@ -46,6 +46,7 @@ struct DefragFlags {
   double frag_below = -1;  // -1 = not given
   double time_limit = 0;
   bool no_refine = false;
+  bool no_swaps = false;
   double max_moves_per_gpu = -1;
   bool gang = false;
   bool no_local_search = false;
@@ -326,6 +327,7 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   PlannerOptions opt;
   opt.time_limit_s = f.time_limit;
   opt.refine = !f.no_refine;
+  opt.swaps = !f.no_swaps;
   opt.max_moves_per_gpu = f.max_moves_per_gpu;
   opt.local_search = !f.no_local_search;
   auto policy = make_policy(f.policy, {42, goal.target});
@@ -508,6 +510,8 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_flag("--no-local-search", flags->no_local_search, "planner: skip the second search with chained moves");
   cmd->add_flag("--no-refine", flags->no_refine,
                 "planner: keep moves the admissions do not need instead of dropping and re-spending them");
+  cmd->add_flag("--no-swaps", flags->no_swaps,
+                "planner: no swaps (two pods trading GPUs, one of them parked: evicted before its target frees)");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();
   cmd->add_option("-o,--out", flags->out, "write the plan here instead of stdout");

@@ -14,6 +14,8 @@ const char* move_kind_name(MoveKind k) {
       return "evict";
     case MoveKind::kAdmit:
       return "admit";
+    case MoveKind::kLand:
+      return "land";
   }
   return "?";
 }
@@ -34,7 +36,7 @@ MoveKind classify_move(const PodMoveInfo& info, NodeId from, NodeId to) {
 }
 
 double move_cost(const PodMoveInfo& info, MoveKind kind) {
-  if (kind == MoveKind::kAdmit) return 0;
+  if (!is_move(kind)) return 0;
   return info.checkpointable ? info.restart_cost * kCheckpointCostFactor : info.restart_cost;
 }
 

@@ -34,8 +34,11 @@ enum class MoveKind {
   kMigrate,  // another node, by checkpoint/restore
   kEvict,    // another node, killed and rescheduled
   kAdmit,    // a pending pod placed (not a move)
+  kLand,     // a parked pod placed at its target (not a move; see PlanStep::parked)
 };
 const char* move_kind_name(MoveKind k);
+// True for the kinds that move a running pod (remap, migrate, evict).
+inline bool is_move(MoveKind k) { return k != MoveKind::kAdmit && k != MoveKind::kLand; }
 
 struct PodMoveInfo {
   std::string name;  // empty: "pod-<id>"

@@ -18,7 +18,7 @@ DefragPlan joined(const DefragPlan& plan, const DefragPlan& more, const PodMoveI
   for (PlanStep st : more.steps) {
     st.after.admitted_pods += plan.after.admitted_pods;
     st.after.admitted_gpu_milli += plan.after.admitted_gpu_milli;
-    if (st.kind != MoveKind::kAdmit)
+    if (is_move(st.kind))
       next.use.add(st.pod, move_info(infos, st.pod), int64_t{st.from.gpu_count()} * st.from.gpu_milli, st.cost);
     next.steps.push_back(std::move(st));
   }

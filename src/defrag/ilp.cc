@@ -179,6 +179,8 @@ class DefragIlp {
         r.objective += static_cast<double>(std::max<int64_t>(p.req.total_gpu_milli(), 1));
       }
       if (!p.pending && m_.value(p.moved_col) > 0.5) ++r.moves;
+      const bool placed = p.pending ? m_.value(p.admitted_col) > 0.5 : m_.value(p.moved_col) > 0.5;
+      if (placed) r.placed.push_back({p.id, final_assignment(p)});
     }
     if (!admit_) r.objective = std::round(m_.objective() + kMovePenalty * r.moves);
     return r;
@@ -226,6 +228,17 @@ class DefragIlp {
       m_.row(count, GLP_FX, 0);
     }
     return one;
+  }
+
+  // The node and GPUs the solution gives `p`.
+  Assignment final_assignment(const Pod& p) const {
+    Assignment a;
+    for (auto [n, x] : p.node_cols)
+      if (m_.value(x) > 0.5) a.node = NodeId{n};
+    for (auto [n, g, y] : p.gpu_cols)
+      if (n == static_cast<int>(a.node) && m_.value(y) > 0.5) a.gpu_mask |= 1u << g;
+    a.gpu_milli = p.req.is_gpu() ? p.req.gpu_milli : 0;
+    return a;
   }
 
   // moved >= 1 - (stays on each original GPU / on the original node).

@@ -22,6 +22,7 @@
 //   best found). Not thread-safe (GLPK keeps global state).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "defrag/budget.h"
@@ -36,6 +37,9 @@ struct IlpResult {
   double objective = 0;  // admitted GPU milli, or whole free GPUs
   int moves = 0;
   std::vector<PodId> admitted;
+  // Where the solution puts every bound pod it moves and every pending pod
+  // it admits (node, GPUs, the request's per-GPU share).
+  std::vector<std::pair<PodId, Assignment>> placed;
   double seconds = 0;
 };
 

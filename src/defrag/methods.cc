@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "defrag/refine.h"
+#include "defrag/swaps.h"
 
 namespace gpupack {
 namespace {
@@ -51,15 +52,39 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
   static const std::vector<DefragMethodInfo> t = {
       {"planner",
        "gpupack's move planner: fewest moves that reach the goal (greedy + chains), or consolidation rounds first "
-       "when they admit more; under a move cap, moves the admissions do not need are dropped and re-spent",
+       "when they admit more; under a move cap, moves the admissions do not need are dropped and re-spent, then "
+       "pods trade GPUs (swaps) with the moves left",
        [](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
           Policy& policy, std::span<const int64_t> node_rank, const PlannerOptions& planner) {
          const ReplanFn once = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b,
                                    const PodMoveInfos& i) { return plan_once(s, g, b, i, policy, node_rank, planner); };
-         DefragPlan plan = once(state, goal, budget, infos);
-         // Under a move cap, moves the admissions do not need are worth spending again.
-         if (planner.refine && budget.max_moves >= 0)
-           plan = refine_plan(state, std::move(plan), goal, budget, infos, once);
+         const ReplanFn swaps = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b,
+                                    const PodMoveInfos& i) { return plan_swaps(s, g, b, i, planner.time_limit_s); };
+         const bool swapping = planner.swaps && planner.refine && budget.max_moves >= 0 &&
+                               goal.kind == GoalKind::kAdmitPending && !goal.gang;
+         // The whole pipeline for one move cap.
+         const auto full = [&](const DefragBudget& cap) {
+           DefragPlan plan = once(state, goal, cap, infos);
+           if (!swapping) {
+             // Under a move cap, moves the admissions do not need are worth spending again.
+             if (planner.refine && cap.max_moves >= 0)
+               plan = refine_plan(state, std::move(plan), goal, cap, infos, once);
+             return plan;
+           }
+           // The greedy's plan pruned, swaps with the moves left; and a plan of
+           // swaps first (2 moves per admission, the cheapest admissions on
+           // openb), the greedy with the moves left, swaps again. The one that
+           // admits more is kept: never less than the greedy's plan.
+           DefragPlan after = refine_plan(state, std::move(plan), goal, cap, infos, swaps, 8, " + swaps");
+           DefragPlan first = plan_swaps(state, goal, cap, infos, planner.time_limit_s);
+           first = refine_plan(state, std::move(first), goal, cap, infos, once, 8, " + greedy");
+           first = refine_plan(state, std::move(first), goal, cap, infos, swaps, 8, " + swaps");
+           const double seconds = after.plan_seconds + first.plan_seconds;
+           DefragPlan& best = first.after.admitted_gpu_milli > after.after.admitted_gpu_milli ? first : after;
+           best.plan_seconds = seconds;
+           return std::move(best);
+         };
+         DefragPlan plan = full(budget);
          // Under a value rule, the greedy's plan (fewest moves per admission,
          // without consolidation) may keep more once both are trimmed.
          if (planner.max_moves_per_gpu < 0 || !planner.consolidate || budget.max_moves < 0 ||
@@ -76,9 +101,7 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
          if (allowed > 0 && allowed < moves_before && allowed < budget.max_moves) {
            DefragBudget smaller = budget;
            smaller.max_moves = static_cast<int>(allowed);
-           DefragPlan p = once(state, goal, smaller, infos);
-           if (planner.refine) p = refine_plan(state, std::move(p), goal, smaller, infos, once);
-           tries.push_back(trim_to_value(state, std::move(p), goal, infos, limit));
+           tries.push_back(trim_to_value(state, full(smaller), goal, infos, limit));
          }
          double seconds = 0;
          size_t best = 0;

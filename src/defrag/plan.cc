@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace gpupack {
@@ -17,6 +18,11 @@ std::string step_label(size_t i, const PlanStep& s) {
 }  // namespace
 
 std::string apply_step(ClusterState& state, const PlanStep& s) {
+  if (s.kind == MoveKind::kLand) {
+    if (state.is_bound(s.pod)) return "landing pod is bound (it was not parked)";
+    Status st = state.bind(s.pod, s.request, s.to);
+    return st.is_ok() ? "" : st.message;
+  }
   if (s.kind == MoveKind::kAdmit) {
     if (state.is_bound(s.pod)) return "admitted pod is already bound";
     Status st = state.bind(s.pod, s.request, s.to);
@@ -28,6 +34,7 @@ std::string apply_step(ClusterState& state, const PlanStep& s) {
   if (req != s.request) return "step request differs from the bound pod's request";
   Status st = state.unbind(s.pod);
   if (!st.is_ok()) return st.message;
+  if (s.parked) return "";
   st = state.bind(s.pod, req, s.to);
   return st.is_ok() ? "" : st.message;
 }
@@ -53,12 +60,23 @@ std::vector<std::string> validate_plan(const ClusterState& state, const DefragPl
   BudgetUse use;
   int admitted = 0;
   int64_t admitted_milli = 0;
+  std::unordered_map<int32_t, Assignment> parked;  // pod -> where it lands
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
     const std::string label = step_label(i, s);
     if (s.kind == MoveKind::kAdmit) {
       if (!pending.count(static_cast<int32_t>(s.pod))) errors.push_back(label + ": pod is not pending");
+    } else if (s.kind == MoveKind::kLand) {
+      auto it = parked.find(static_cast<int32_t>(s.pod));
+      if (it == parked.end()) {
+        errors.push_back(label + ": pod was not parked");
+      } else {
+        if (it->second != s.to) errors.push_back(label + ": lands elsewhere than its park step says");
+        parked.erase(it);
+      }
     } else {
+      if (s.parked && !parked.emplace(static_cast<int32_t>(s.pod), s.to).second)
+        errors.push_back(label + ": pod is parked twice");
       const PodMoveInfo& info = move_info(infos, s.pod);
       if (info.immovable) errors.push_back(label + ": pod is immovable");
       if (s.kind != classify_move(info, s.from.node, s.to.node))
@@ -85,6 +103,7 @@ std::vector<std::string> validate_plan(const ClusterState& state, const DefragPl
         std::abs(m.frag_milli - s.after.frag_milli) > 1e-3 * (1 + std::abs(m.frag_milli)))
       errors.push_back(label + ": recorded measures differ from the state after the step");
   }
+  for (const auto& [pod, to] : parked) errors.push_back(fmt::format("pod {} is parked and never lands", pod));
   if (!use.within(budget))
     errors.push_back(fmt::format("budget exceeded: {} moves, {} GPU milli moved, cost {}", use.moves,
                                  use.moved_gpu_milli, use.cost));

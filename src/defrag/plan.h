@@ -5,6 +5,12 @@
 //   evict) or admits a pending pod at `to` (kind admit, `from.node` kNoNode).
 //   `after` holds the cluster measures once the step is applied (admitted
 //   counts include this step).
+// - Parked moves (swaps): a move with `parked` set only takes the pod off
+//   `from` (evicted; its replacement waits); the pod lands at `to` at a later
+//   step of kind land for the same pod, once the moves between the two have
+//   freed `to`. The steps from a park to its land form one cycle (pods
+//   trading places, none of whose moves fits before another has left); a
+//   parked pod is down for the whole cycle. Every park has exactly one land.
 // - `apply_plan()` applies the steps to `state` in order through
 //   unbind/bind; it checks each step (pod bound at `from`, the bind fits) and
 //   on the first failure rolls back everything and throws
@@ -34,6 +40,7 @@ struct PlanStep {
   Assignment to;
   double cost = 0;
   ClusterMeasures after;
+  bool parked = false;  // a move: the pod leaves here and lands at its kLand step
 };
 
 struct DefragPlan {

@@ -64,7 +64,8 @@ std::string format_plan_table(const DefragPlan& plan, const ClusterState& state,
                                 "to", "cost", "alloc %", "free GPUs");
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const PlanStep& s = plan.steps[i];
-    out += fmt::format("{:>4} {:<8} {:<28} {:<22} {:<22} {:>6.2f} {:>8.2f} {:>9}\n", i + 1, move_kind_name(s.kind),
+    const std::string kind = s.parked ? std::string("park") : move_kind_name(s.kind);
+    out += fmt::format("{:>4} {:<8} {:<28} {:<22} {:<22} {:>6.2f} {:>8.2f} {:>9}\n", i + 1, kind,
                        qualified_name(infos, s.pod), where(state, s.from), where(state, s.to), s.cost,
                        alloc_pct(state, s.after), s.after.free_gpus);
   }
@@ -104,6 +105,7 @@ nlohmann::json plan_to_json(const DefragPlan& plan, const ClusterState& state, c
                      {"from", assignment_json(state, s.from)},
                      {"to", assignment_json(state, s.to)},
                      {"cost", s.cost},
+                     {"parked", s.parked},
                      {"after", measures_json(state, s.after)}});
   }
   auto& na = j["not_admitted"] = nlohmann::json::array();

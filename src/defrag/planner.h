@@ -55,6 +55,10 @@ struct PlannerOptions {
   // moves the admissions do not need and plan again with the moves saved
   // (defrag/refine.h); plan_defrag() itself ignores it.
   bool refine = true;
+  // plan_by_method("planner") only, goal admit without gang under a move
+  // cap: after refinement, admit more by pods trading GPUs with the moves
+  // left (defrag/swaps.h; plans may park a pod while another moves).
+  bool swaps = true;
   // plan_by_method(), any method, goal admit without gang: at most this many
   // moves per GPU admitted (defrag/refine.h trim_to_value; -1 = no limit).
   double max_moves_per_gpu = -1;

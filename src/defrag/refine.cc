@@ -13,8 +13,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Recomputes each step's measures, the use and the plan's after/not_admitted.
-void restamp(const ClusterState& state, DefragPlan& plan, const DefragGoal& goal, const PodMoveInfos& infos) {
+}  // namespace
+
+void restamp_plan(const ClusterState& state, DefragPlan& plan, const DefragGoal& goal, const PodMoveInfos& infos) {
   ClusterState work = state;
   MeasureTracker tracker(work, goal.target.get());
   plan.before = tracker.measures(work);
@@ -28,7 +29,7 @@ void restamp(const ClusterState& state, DefragPlan& plan, const DefragGoal& goal
       ++admitted;
       admitted_milli += s.request.total_gpu_milli();
       in.insert(static_cast<int32_t>(s.pod));
-    } else {
+    } else if (is_move(s.kind)) {
       plan.use.add(s.pod, move_info(infos, s.pod), int64_t{s.from.gpu_count()} * s.from.gpu_milli, s.cost);
     }
     tracker.refresh(work, s.to.node);
@@ -41,6 +42,15 @@ void restamp(const ClusterState& state, DefragPlan& plan, const DefragGoal& goal
   plan.not_admitted.clear();
   for (const PendingPod& p : goal.pending)
     if (!in.count(static_cast<int32_t>(p.id))) plan.not_admitted.push_back(p.id);
+}
+
+namespace {
+
+// The index of the land step of the parked move at `k` (steps.size() if none).
+size_t land_of(const std::vector<PlanStep>& steps, size_t k) {
+  for (size_t j = k + 1; j < steps.size(); ++j)
+    if (steps[j].kind == MoveKind::kLand && steps[j].pod == steps[k].pod) return j;
+  return steps.size();
 }
 
 // The steps of `steps` that are needed (prune_plan's passes), planned on
@@ -65,12 +75,20 @@ std::vector<PlanStep> prune_steps(ClusterState& work, std::vector<PlanStep> step
     std::vector<char> gone(n, 0);
     for (size_t k = n; k-- > 0;) {
       work.rollback(before[k]);
-      if (steps[k].kind == MoveKind::kAdmit) continue;
+      if (!is_move(steps[k].kind) || gone[k]) continue;
+      // A parked move goes with its whole cycle (the steps up to its land).
+      const size_t last = steps[k].parked ? land_of(steps, k) : k;
+      if (last == n) continue;
       bool applies = true;
       for (size_t j = k + 1; j < n && applies; ++j)
-        if (!gone[j]) applies = apply_step(work, steps[j]).empty();
+        if (!gone[j] && j > last) applies = apply_step(work, steps[j]).empty();
       work.rollback(before[k]);
-      if (applies) gone[k] = 1, dropped = true;
+      if (!applies) continue;
+      bool admits_inside = false;
+      for (size_t j = k; j <= last; ++j) admits_inside = admits_inside || steps[j].kind == MoveKind::kAdmit;
+      if (admits_inside) continue;
+      for (size_t j = k; j <= last; ++j) gone[j] = 1;
+      dropped = true;
     }
     work.rollback(entry);
     std::vector<PlanStep> kept;
@@ -90,13 +108,13 @@ DefragPlan prune_plan(const ClusterState& state, const DefragPlan& plan, const D
   work.commit();
   DefragPlan out = plan;
   out.steps = prune_steps(work, std::move(out.steps));
-  restamp(state, out, goal, infos);
+  restamp_plan(state, out, goal, infos);
   out.plan_seconds = plan.plan_seconds + std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }
 
 DefragPlan refine_plan(const ClusterState& state, DefragPlan plan, const DefragGoal& goal, const DefragBudget& budget,
-                       const PodMoveInfos& infos, const ReplanFn& replan, int rounds) {
+                       const PodMoveInfos& infos, const ReplanFn& replan, int rounds, const char* suffix) {
   if (goal.kind != GoalKind::kAdmitPending || goal.gang) return plan;
   const size_t steps_before = plan.steps.size();
   const int64_t admitted_before = plan.after.admitted_gpu_milli;
@@ -124,15 +142,14 @@ DefragPlan refine_plan(const ClusterState& state, DefragPlan plan, const DefragG
     joined.steps.insert(joined.steps.end(), more.steps.begin(), more.steps.end());
     joined.plan_seconds += more.plan_seconds;
     try {
-      restamp(state, joined, goal, infos);
+      restamp_plan(state, joined, goal, infos);
     } catch (const std::invalid_argument&) {
       break;  // a re-plan that does not apply after the plan: keep the plan
     }
     if (!joined.use.within(budget)) break;
     plan = prune_plan(state, joined, goal, infos);
   }
-  if (plan.steps.size() != steps_before || plan.after.admitted_gpu_milli != admitted_before)
-    plan.algorithm += " + refinement";
+  if (plan.steps.size() != steps_before || plan.after.admitted_gpu_milli != admitted_before) plan.algorithm += suffix;
   return plan;
 }
 
@@ -162,7 +179,7 @@ DefragPlan trim_to_value(const ClusterState& state, DefragPlan plan, const Defra
     for (const PlanStep& s : k.steps) {
       if (s.kind == MoveKind::kAdmit) {
         k.milli += s.request.total_gpu_milli();
-      } else {
+      } else if (is_move(s.kind)) {
         ++k.moves;
       }
     }
@@ -203,7 +220,7 @@ DefragPlan trim_to_value(const ClusterState& state, DefragPlan plan, const Defra
   }
   const double seconds_before = plan.plan_seconds;
   plan.steps = std::move(best.steps);
-  restamp(state, plan, goal, infos);
+  restamp_plan(state, plan, goal, infos);
   plan.algorithm += " + value trim";
   plan.plan_seconds = seconds_before + std::chrono::duration<double>(Clock::now() - start).count();
   return plan;

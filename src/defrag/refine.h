@@ -12,7 +12,9 @@
 //   tried last first, and one is dropped when the plan without it still
 //   applies step by step (each later move and admission still fits, from
 //   where the earlier steps leave it); passes repeat until one drops
-//   nothing, so every move left is needed. Admissions are kept, so the same
+//   nothing, so every move left is needed. A parked move is dropped only
+//   with its whole cycle (the steps up to its land, none of them an
+//   admission); a land step alone never is. Admissions are kept, so the same
 //   pods are admitted at the same places; the steps' measures and the budget
 //   use are recomputed. Throws std::invalid_argument when `plan` does not
 //   apply to `state`. O(passes x moves x steps) binds on one copy of `state`
@@ -23,7 +25,7 @@
 //   plan and prunes again; repeats while a round admits more GPU milli, at
 //   most `rounds` times. The result admits at least what `plan` admits and
 //   passes validate_plan() against `state`, `goal` and `budget` when `plan`
-//   does; its `algorithm` gains " + refinement" when refinement changed it.
+//   does; its `algorithm` gains `suffix` when refinement changed it.
 //   Goals other than admit, and gangs, return `plan` unchanged.
 // - trim_to_value() applies an operator's cost-to-value rule: at most
 //   `max_moves_per_gpu` moves per GPU admitted (moves / (admitted GPU milli
@@ -53,11 +55,17 @@ namespace gpupack {
 using ReplanFn =
     std::function<DefragPlan(const ClusterState&, const DefragGoal&, const DefragBudget&, const PodMoveInfos&)>;
 
+// Recomputes each step's measures (`after`), the plan's budget use, `before`,
+// `after` and `not_admitted` by applying `plan` to a copy of `state`. Throws
+// std::invalid_argument when a step does not apply.
+void restamp_plan(const ClusterState& state, DefragPlan& plan, const DefragGoal& goal, const PodMoveInfos& infos);
+
 DefragPlan prune_plan(const ClusterState& state, const DefragPlan& plan, const DefragGoal& goal,
                       const PodMoveInfos& infos);
 
 DefragPlan refine_plan(const ClusterState& state, DefragPlan plan, const DefragGoal& goal, const DefragBudget& budget,
-                       const PodMoveInfos& infos, const ReplanFn& replan, int rounds = 8);
+                       const PodMoveInfos& infos, const ReplanFn& replan, int rounds = 8,
+                       const char* suffix = " + refinement");
 
 DefragPlan trim_to_value(const ClusterState& state, DefragPlan plan, const DefragGoal& goal, const PodMoveInfos& infos,
                          double max_moves_per_gpu);

@@ -101,7 +101,8 @@ ExecJournal make_journal(const DefragPlan& plan, const std::vector<K8sPod>& pods
     const K8sPod& p = pods[pi];
     ExecStep s;
     s.index = static_cast<int>(i + 1);
-    s.kind = ps.kind == MoveKind::kAdmit ? "admit" : move_kind_name(ps.kind);
+    s.kind = move_kind_name(ps.kind);
+    s.parked = ps.parked;
     s.ns = p.namespace_name;
     s.pod = p.name;
     s.uid = p.uid;
@@ -112,7 +113,7 @@ ExecJournal make_journal(const DefragPlan& plan, const std::vector<K8sPod>& pods
       if (p.controller_kind.empty())
         throw std::invalid_argument(
             fmt::format("plan step {}: {} has no controller; nothing would recreate it", s.index, p.key()));
-      s.from = state.spec(ps.from.node).name;
+      if (valid(ps.from.node)) s.from = state.spec(ps.from.node).name;
     }
     s.to = state.spec(ps.to.node).name;
     s.gpus = assigned_gpus_annotation(s.to, ps.to);
@@ -152,6 +153,7 @@ json journal_to_json(const ExecJournal& j) {
                      {"replacement", s.replacement},
                      {"evictAttempts", s.evict_attempts},
                      {"reserved", s.reserved},
+                     {"parked", s.parked},
                      {"knownUids", s.known_uids}});
   }
   return {{"apiVersion", "gpupack.io/defrag-journal/v1"},
@@ -180,10 +182,10 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
   if (!kStatuses.count(out.status)) throw std::runtime_error(fmt::format("{}: unknown status '{}'", where, out.status));
   auto steps = j.find("steps");
   if (steps == j.end() || !steps->is_array()) throw std::runtime_error(where + ": field 'steps' is not a list");
-  static const std::set<std::string> kStates = {"planned",     "reserved", "evicted", "scaled-up",
-                                                "scaled-down", "done",     "skipped", "failed"};
+  static const std::set<std::string> kStates = {"planned", "reserved", "evicted", "scaled-up", "scaled-down",
+                                                "parked",  "done",     "skipped", "failed"};
   static const std::set<std::string> kPaths = {"", "evict", "surge"};
-  static const std::set<std::string> kKinds = {"remap", "migrate", "evict", "admit"};
+  static const std::set<std::string> kKinds = {"remap", "migrate", "evict", "admit", "land"};
   for (size_t i = 0; i < steps->size(); ++i) {
     const json& e = (*steps)[i];
     const std::string at = fmt::format("{}: steps[{}]", where, i);
@@ -224,6 +226,7 @@ ExecJournal journal_from_json(const json& j, const std::string& where) {
     s.replacement = str_at(e, "replacement", at);
     s.evict_attempts = static_cast<int>(int_at(e, "evictAttempts", at));
     if (auto r = e.find("reserved"); r != e.end() && r->is_boolean()) s.reserved = r->get<bool>();
+    if (auto r = e.find("parked"); r != e.end() && r->is_boolean()) s.parked = r->get<bool>();
     if (auto k = e.find("knownUids"); k != e.end() && k->is_array())
       for (const json& u : *k)
         if (u.is_string()) s.known_uids.push_back(u.get<std::string>());
@@ -447,6 +450,10 @@ void DefragExecutor::check_and_reserve(ExecJournal& j, ExecStep& s) {
 }
 
 void DefragExecutor::run_step(ExecJournal& j, ExecStep& s) {
+  if (s.kind == "land") {
+    land(j, s);
+    return;
+  }
   const bool admit = s.kind == "admit";
   const bool fresh = s.state == "planned";
   if (fresh) check_and_reserve(j, s);
@@ -472,6 +479,12 @@ void DefragExecutor::run_step(ExecJournal& j, ExecStep& s) {
     }
   }
   if (options_.stop() || s.final()) return;
+  if (s.state == "evicted" && s.parked) {
+    s.state = "parked";  // its target frees later in the cycle; the land step waits
+    s.detail = "evicted; its replacement waits for the GPUs its cycle frees";
+    save(j, &s);
+    return;
+  }
   if (s.state == "evicted") wait_running(j, s);
   if (s.state == "scaled-up") wait_surged(j, s);
   if (options_.stop() || s.final()) return;
@@ -479,7 +492,10 @@ void DefragExecutor::run_step(ExecJournal& j, ExecStep& s) {
 }
 
 void DefragExecutor::choose_path(ExecJournal& j, ExecStep& s) {
-  if (options_.surge == SurgeMode::kNever) {
+  if (s.parked) {
+    s.path = "evict";  // the target is still taken: no new pod could start there first
+    s.path_note = "parked: its target frees later in the plan";
+  } else if (options_.surge == SurgeMode::kNever) {
     s.path = "evict";
   } else if (std::string why = surge_owner_checked(s); why.empty()) {
     s.path = "surge";
@@ -820,6 +836,45 @@ void DefragExecutor::finish(ExecJournal& j, ExecStep& s) {
   save(j, &s);
 }
 
+ExecStep* DefragExecutor::park_of(ExecJournal& j, const ExecStep& land) {
+  ExecStep* park = nullptr;
+  for (ExecStep& s : j.steps)
+    if (s.parked && s.index < land.index && s.ns == land.ns && s.pod == land.pod) park = &s;
+  return park;
+}
+
+void DefragExecutor::land(ExecJournal& j, ExecStep& s) {
+  ExecStep* park = park_of(j, s);
+  if (park == nullptr || park->state != "parked") {
+    s.state = "skipped";
+    s.detail = park == nullptr ? "no parked move of this pod earlier in the plan" : "its park step did not evict";
+    return;
+  }
+  s.owner_kind = park->owner_kind, s.owner_name = park->owner_name, s.owner_uid = park->owner_uid;
+  s.known_uids = park->known_uids;
+  s.from = park->from;
+  s.state = "evicted";  // waiting, as an evicted move's replacement
+  wait_running(j, s);
+  if (!s.final()) return;  // stopped
+  park->state = s.state;
+  park->detail = s.detail;
+  park->replacement = s.replacement;
+  finish(j, *park);  // releases the park's reservation, writes its Event
+}
+
+// After a parked move that did not evict, the rest of its cycle cannot fit.
+void DefragExecutor::skip_cycle(ExecJournal& j, const ExecStep& park) {
+  if (!park.parked || park.state == "parked") return;
+  for (ExecStep& s : j.steps) {
+    if (s.index <= park.index || s.final()) continue;
+    if (s.kind == "admit") continue;
+    s.state = "skipped";
+    s.detail = fmt::format("step {} (the parked move of its cycle) was {}", park.index, park.state);
+    finish(j, s);
+    if (s.kind == "land" && s.pod == park.pod && s.ns == park.ns) break;
+  }
+}
+
 ExecJournal DefragExecutor::run(ExecJournal j) {
   j.status = "running";
   save(j, nullptr);
@@ -838,7 +893,13 @@ ExecJournal DefragExecutor::run(ExecJournal j) {
     first_move = false;
     run_step(j, s);
     if (!s.final()) break;  // stopped mid-step
+    if (s.state == "parked") {
+      log_info(fmt::format("defrag: step {} parked", s.index),
+               {{"plan", j.plan_id}, {"pod", s.ns + "/" + s.pod}, {"from", s.from}, {"to", s.to}});
+      continue;  // keeps its reservation until its land step
+    }
     finish(j, s);
+    skip_cycle(j, s);
   }
   bool all_final = true;
   for (const ExecStep& s : j.steps) all_final = all_final && s.final();

@@ -43,7 +43,12 @@
 //   "failed". PodDisruptionBudgets are not asked: the owner never runs
 //   fewer pods than N.
 //   Then (last) the reservation is released and an Event written on the
-//   pod. An admit step
+//   pod. A parked move (a swap) takes the evict path without waiting: once
+//   evicted it is "parked" and keeps its reservation; the moves of its
+//   cycle follow, and its land step waits as (5) for the replacement on
+//   `to`, then releases the reservation and marks both "done". A parked
+//   move that ends skipped or failed skips the rest of its cycle (up to its
+//   land: the other moves would not fit). An admit step
 //   reserves for the pending pod by name before the first move (the moves
 //   free those GPUs; nothing else may take them) and, in its turn, waits for
 //   the pod to run there (already there: "done"; elsewhere: "skipped"). Every
@@ -97,6 +102,7 @@ struct ExecStep {
   Request request;                                // the journal keeps gpu_count, gpu_milli, cpu_milli and memory_mib
   // planned, reserved, evicted (evict path), scaled-up, scaled-down (surge
   // path): in progress; done, skipped, failed: final.
+  // kind "land": the parked pod's replacement waited for on `to`.
   std::string state = "planned";
   // "" (not chosen yet), "evict" or "surge"; path_note says why "evict"
   // when surge was allowed but the owner could not surge.
@@ -111,12 +117,16 @@ struct ExecStep {
   std::string detail;  // why skipped or failed, or where the replacement runs
   std::string replacement;
   int evict_attempts = 0;
+  // A move of a swap (defrag/plan.h): evicted without waiting ("parked");
+  // its replacement is waited for at the land step of the same pod.
+  bool parked = false;
   bool reserved = false;  // the reservation annotation was written (and not yet released)
   // UIDs of the controller's pods when the step started: a replacement is
   // a pod of the controller not among them.
   std::vector<std::string> known_uids;
 
-  bool final() const { return state == "done" || state == "skipped" || state == "failed"; }
+  // "parked" is final for the step itself: its land step finishes the move.
+  bool final() const { return state == "done" || state == "skipped" || state == "failed" || state == "parked"; }
   // The executor's scale-up may be in effect (to be undone on abort/release).
   bool surge_pending() const {
     return path == "surge" && replicas_before >= 0 && (state == "reserved" || state == "scaled-up");
@@ -185,6 +195,9 @@ class DefragExecutor {
   void save(ExecJournal& j, ExecStep* s);
   std::vector<K8sPod> read_pods(const ExecJournal& j);
   void run_step(ExecJournal& j, ExecStep& s);
+  ExecStep* park_of(ExecJournal& j, const ExecStep& land);
+  void land(ExecJournal& j, ExecStep& s);
+  void skip_cycle(ExecJournal& j, const ExecStep& park);
   // Re-reads the cluster; skips (or, for an admit step already placed
   // there, completes) the step, else reserves its GPUs.
   void check_and_reserve(ExecJournal& j, ExecStep& s);

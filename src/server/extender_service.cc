@@ -804,10 +804,21 @@ std::vector<int> ExtenderService::claims_locked(const K8sPod& pod) const {
   return out;
 }
 
+std::string ExtenderService::waiting_on_locked(const K8sPod& pod) const {
+  for (int i : reservation_ids_) {
+    const PodEntry& e = pods_[static_cast<size_t>(i)];
+    if (e.reservation && e.reservation->for_pod(pod) && !state_->is_bound(PodId{i})) return e.pod.node_name;
+  }
+  return "";
+}
+
 Decision ExtenderService::evaluate_locked(const K8sPod& pod, const std::vector<int>& nodes,
                                           std::vector<ScoredNode>* scored) {
   if (reservation_ids_.empty()) return evaluate_groups_locked(pod, nodes, scored);
   const std::vector<int> claims = claims_locked(pod);
+  // Reserved GPUs still in use (a swap's parked pod, an admission whose
+  // moves have not run yet): the pod waits for them, nowhere else.
+  if (claims.empty() && !waiting_on_locked(pod).empty()) return Decision{};
   if (claims.empty()) return evaluate_groups_locked(pod, nodes, scored);
   // A pod a reservation is for goes where it was reserved, onto its GPUs:
   // only those nodes, evaluated with the placeholders lifted.
@@ -983,6 +994,7 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
   bool gang_failed = false;
   std::string reserved_on;  // a defragmentation reservation steers this pod there
   for (int c : claims_locked(*pod)) reserved_on = nodes_[index(state_->assignment(PodId{c}).node)].spec.name;
+  const std::string waiting_on = reserved_on.empty() ? waiting_on_locked(*pod) : "";
   for (size_t k = 0; k < idx.size(); ++k) {
     if (feasible[static_cast<size_t>(idx[k])]) {
       passed.push_back(k);
@@ -990,6 +1002,11 @@ ExtenderFilterResult ExtenderService::filter(const ExtenderArgs& args) {
     }
     if (!reserved_on.empty() && names[k] != reserved_on) {
       failed[names[k]] = fmt::format("defrag: GPUs are reserved for this pod on node {}", reserved_on);
+      continue;
+    }
+    if (!waiting_on.empty()) {
+      failed[names[k]] =
+          fmt::format("defrag: waiting for the GPUs reserved for this pod on node {} (still in use)", waiting_on);
       continue;
     }
     if (!gang_why.empty() || gang != nullptr) {

@@ -400,6 +400,8 @@ class ExtenderService {
   // Placeholders (pods_ indices, bound) of the defragmentation reservations
   // `pod` may take; empty for most pods.
   std::vector<int> claims_locked(const K8sPod& pod) const;
+  // The node of a reservation for `pod` whose GPUs are still in use ("" = none).
+  std::string waiting_on_locked(const K8sPod& pod) const;
   // "<dimension>: message" and whether it is unresolvable, for a node where
   // the pod does not fit.
   std::pair<std::string, bool> explain_locked(int node, const K8sPod& pod) const;

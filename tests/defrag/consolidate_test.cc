@@ -60,6 +60,7 @@ TEST(Consolidate, OtherGoalsAndTheSwitchKeepTheGreedy) {
   admit.pending = c.pending;
   PlannerOptions off;
   off.consolidate = false;
+  off.swaps = false;
   // A time limit already spent: no round, no greedy, still a valid plan.
   PlannerOptions no_time;
   no_time.time_limit_s = 1e-9;

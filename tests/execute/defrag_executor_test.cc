@@ -627,9 +627,11 @@ TEST(DefragExecutor, ASurgedPodThatDoesNotRunInTimeIsRolledBack) {
 TEST(DefragExecutor, ASurgedPodElsewhereIsRolledBack) {
   const std::string dir = fresh_temp_dir("exec-surge-elsewhere");
   SurgeCluster c;
-  // a:7 taken since the plan: the surged pod lands on b.
+  // a:7 taken since the plan: the surged pod lands on b (a scheduler that
+  // does not hold it for its reserved GPUs).
   c.pods.push_back(pod_json({.name = "blocker", .gpus = 1, .node = "a", .assigned = "a:7"}));
   FakeKubeApi api(c.nodes, c.pods, {}, std::chrono::milliseconds(20));
+  api.set_hold_reserved(false);
   api.add_replicaset("ml", "web-1", 2, "web");
   const KubeClient client = client_for(api);
   const ExecJournal j = DefragExecutor(client, fast_options(dir + "/j.json")).run(one_move("web-1-0", "web-1"));
@@ -723,6 +725,99 @@ TEST(DefragExecutor, AStopMidSurgeRestoresTheReplicasAndResumes) {
   EXPECT_EQ(api.workload("web-1").replicas, 2);
   EXPECT_GE(api.workload("web-1").min_running, 2);
   expect_moved_to_a7(api);
+}
+
+// A swap (defrag/swaps.h): x-0 on a:0 and y-0 on b:0 trade GPUs, every
+// other GPU of both nodes taken. x-0 is parked (evicted; its replacement
+// waits, held off every other GPU, until b:0 frees), y-0 moves onto a:0,
+// then x's replacement lands on b:0. A park that does not happen skips its
+// cycle: nothing else is evicted.
+std::vector<json> swap_pods() {
+  std::vector<json> pods;
+  for (const char* n : {"a", "b"})
+    for (int g = 1; g < 8; ++g)
+      pods.push_back(pod_json(
+          {.name = fmt::format("bare-{}-{}", n, g), .gpus = 1, .node = n, .assigned = fmt::format("{}:{}", n, g)}));
+  pods.push_back(
+      pod_json({.name = "x-0", .gpus = 1, .node = "a", .assigned = "a:0", .labels = {{"app", "x"}}, .owner = "x"}));
+  pods.push_back(pod_json({.name = "y-0", .gpus = 1, .node = "b", .assigned = "b:0", .owner = "y"}));
+  // A free GPU elsewhere: a replacement not held would start there.
+  pods.push_back(pod_json({.name = "bare-c", .gpus = 1, .node = "c", .assigned = "c:0"}));
+  return pods;
+}
+
+ExecJournal swap_journal() {
+  ExecJournal j;
+  j.plan_id = "p1";
+  j.server = "fake";
+  const auto step = [](int index, const char* kind, const char* pod, const char* owner, const char* from,
+                       const char* to, bool parked) {
+    ExecStep s;
+    s.index = index;
+    s.kind = kind;
+    s.ns = "ml";
+    s.pod = pod;
+    s.uid = std::string("uid-") + pod;
+    s.owner_kind = "ReplicaSet";
+    s.owner_name = owner;
+    s.owner_uid = std::string("uid-") + owner;
+    s.from = from;
+    s.to = to;
+    s.gpus = std::string(to) + ":0";
+    s.request.gpu_count = 1;
+    s.request.gpu_milli = 1000;
+    s.request.cpu_milli = 4000;
+    s.request.memory_mib = 16384;
+    s.parked = parked;
+    return s;
+  };
+  j.steps = {step(1, "evict", "x-0", "x", "a", "b", true), step(2, "evict", "y-0", "y", "b", "a", false),
+             step(3, "land", "x-0", "x", "", "b", false)};
+  return j;
+}
+
+TEST(DefragExecutor, ASwapParksOnePodWhileTheOtherMoves) {
+  const std::string dir = fresh_temp_dir("exec-swap");
+  std::vector<json> nodes = {node_json({.name = "a"}), node_json({.name = "b"}), node_json({.name = "c"})};
+  FakeKubeApi api(nodes, swap_pods(), {}, std::chrono::milliseconds(50));
+  const KubeClient client = client_for(api);
+  ExecOptions o = fast_options(dir + "/j.json");
+  o.surge = SurgeMode::kNever;
+  const ExecJournal j = DefragExecutor(client, o).run(swap_journal());
+  ASSERT_EQ(j.status, "finished") << journal_to_json(j).dump(2);
+  for (const ExecStep& s : j.steps) EXPECT_EQ(s.state, "done") << s.index << ": " << s.detail;
+  EXPECT_EQ(j.steps[0].path_note, "parked: its target frees later in the plan");
+  // Each replacement on the other's GPU, nothing on c's free GPUs.
+  for (const auto& [rs, gpus] : {std::pair{"x", "b:0"}, std::pair{"y", "a:0"}}) {
+    const std::vector<json> pods = api.pods_of(rs);
+    ASSERT_EQ(pods.size(), 1U) << rs;
+    EXPECT_EQ(pods[0]["status"]["phase"], "Running") << rs;
+    EXPECT_EQ(pods[0]["metadata"]["annotations"].value("gpupack.io/assigned-gpus", ""), gpus) << rs;
+  }
+  EXPECT_EQ(api.gpus_used().at("c"), 1);
+  EXPECT_EQ(api.evicted().size(), 2U);
+  EXPECT_EQ(api.reservations_now(), 0);
+  const ExecJournal back = journal_from_json(journal_to_json(j), "swap");
+  EXPECT_TRUE(back.steps[0].parked);
+  EXPECT_EQ(back.steps[2].kind, "land");
+}
+
+TEST(DefragExecutor, AParkRefusedByABudgetSkipsItsCycle) {
+  const std::string dir = fresh_temp_dir("exec-swap-429");
+  std::vector<json> nodes = {node_json({.name = "a"}), node_json({.name = "b"}), node_json({.name = "c"})};
+  FakeKubeApi api(nodes, swap_pods(), {{"ml", "x", {{"app", "x"}}, 1}});
+  const KubeClient client = client_for(api);
+  ExecOptions o = fast_options(dir + "/j.json");
+  o.surge = SurgeMode::kNever;
+  o.max_429_retries = 1;
+  const ExecJournal j = DefragExecutor(client, o).run(swap_journal());
+  EXPECT_EQ(j.status, "finished");
+  EXPECT_EQ(j.steps[0].state, "skipped");
+  EXPECT_EQ(j.steps[1].state, "skipped");
+  EXPECT_THAT(j.steps[1].detail, HasSubstr("step 1"));
+  EXPECT_EQ(j.steps[2].state, "skipped");
+  EXPECT_TRUE(api.evicted().empty());
+  EXPECT_EQ(api.reservations_now(), 0);
 }
 
 TEST(DefragExecutor, JournalRoundTripsAndRefusesBarePodMoves) {

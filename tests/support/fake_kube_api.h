@@ -8,8 +8,9 @@
 //   a ReplicaSet owns it, a replacement "<owner>-r<n>" is created pending;
 // - a scheduler thread places pending pods with whole GPUs every 10 ms: on
 //   the node whose reservation (reservation.gpupack.io/...) is for the pod's
-//   controller or the pod itself, on the reserved GPUs; else first fit on
-//   GPUs neither used nor reserved. A placed pod runs after `start_delay`.
+//   controller or the pod itself, on the reserved GPUs (while they are still
+//   in use the pod waits, as the extender holds it); else first fit on GPUs
+//   neither used nor reserved. A placed pod runs after `start_delay`.
 // - workloads (add_replicaset()): a ReplicaSet, optionally owned by a
 //   Deployment, served under apps/v1 with its scale subresource (GET, and
 //   PATCH as a JSON patch whose "test" op fails with 422), and
@@ -302,6 +303,9 @@ class FakeKubeApi {
   int refused_429() const { return refused_429_; }
   int deletes() const { return deletes_; }
   int reservations_written() const { return reservations_written_; }
+  // false: a pod whose reserved GPUs are in use is placed elsewhere (a
+  // scheduler that does not hold it, as the extender does).
+  void set_hold_reserved(bool hold) { hold_reserved_ = hold; }
   std::map<std::string, int> min_running() const {
     std::lock_guard lock(mu_);
     return min_running_;
@@ -637,6 +641,7 @@ class FakeKubeApi {
         if (r.value("controller", false)) owner_uid = r.value("uid", "");
       const std::string pod_uid = o["metadata"]["uid"];
       std::string node, gpus;
+      bool waits = false;  // reserved GPUs still in use: the pod waits for them (as the extender holds it)
       // A reservation for this pod's controller or for the pod itself.
       for (const auto& n : nodes_) {
         const nlohmann::json ann_n = n["metadata"].value("annotations", nlohmann::json::object());
@@ -647,12 +652,16 @@ class FakeKubeApi {
           if ((!owner_uid.empty() && for_uid == owner_uid) || for_uid == pod_uid) {
             // Only once the pods there have left the reserved GPUs.
             const std::string name = n["metadata"]["name"];
-            if (used(name) & parse_assigned_gpus(r["gpus"].get<std::string>()).gpu_mask) continue;
+            if (used(name) & parse_assigned_gpus(r["gpus"].get<std::string>()).gpu_mask) {
+              waits = true;
+              continue;
+            }
             node = name;
             gpus = r["gpus"];
           }
         }
       }
+      if (node.empty() && waits && hold_reserved_) continue;
       if (node.empty()) {
         for (const auto& n : nodes_) {
           const std::string name = n["metadata"]["name"];
@@ -683,6 +692,7 @@ class FakeKubeApi {
   std::vector<nlohmann::json> evicted_, events_;
   std::map<std::string, int> min_running_;
   std::atomic<int> refused_429_{0}, deletes_{0}, reservations_written_{0};
+  std::atomic<bool> hold_reserved_{true};
   int created_ = 0, seq_ = 0;
   std::vector<Workload> workloads_;
   std::vector<nlohmann::json> hpas_;
