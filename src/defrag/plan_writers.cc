@@ -130,6 +130,8 @@ nlohmann::json eviction_list(const DefragPlan& plan, const ClusterState& state, 
                          {"gpupack.io/from-node", std::string(state.node_name(s.from.node))},
                          {"gpupack.io/target-node", std::string(state.node_name(s.to.node))},
                          {"gpupack.io/target-gpus", gpu_list(s.to.gpu_mask)}}}}}});
+    // A parked move's target frees only later in its cycle: do not wait for it.
+    if (s.parked) items.back()["metadata"]["annotations"]["gpupack.io/parked"] = "true";
   }
   return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
 }

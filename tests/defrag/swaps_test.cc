@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "defrag/methods.h"
+#include "defrag/plan_writers.h"
 #include "defrag/planner.h"
 #include "defrag/random_cluster.h"
 #include "defrag/refine.h"
@@ -52,6 +53,15 @@ TEST(Swaps, TwoPodsTradeGpusWithOneParked) {
   EXPECT_EQ(plan.steps[3].to.node, NodeId{0});
   EXPECT_EQ(plan.use.moves, 2);
   EXPECT_EQ(plan.after.admitted_gpu_milli, 500);
+  // The writers say which move is parked.
+  const nlohmann::json ev = eviction_list(plan, t.state, t.infos);
+  ASSERT_EQ(ev["items"].size(), 2U);
+  EXPECT_EQ(ev["items"][0]["metadata"]["annotations"].value("gpupack.io/parked", ""), "true");
+  EXPECT_FALSE(ev["items"][1]["metadata"]["annotations"].contains("gpupack.io/parked"));
+  const nlohmann::json j = plan_to_json(plan, t.state, t.infos);
+  EXPECT_EQ(j["steps"][0]["parked"], true);
+  EXPECT_EQ(j["steps"][2]["kind"], "land");
+  EXPECT_NE(format_plan_table(plan, t.state, t.infos).find(" park "), std::string::npos);
   // Two moves short: nothing.
   budget.max_moves = 1;
   EXPECT_TRUE(plan_swaps(t.state, t.goal, budget, t.infos).steps.empty());

@@ -122,6 +122,33 @@ TEST(ExtenderReservation, ThePodItIsForGoesThereAndConsumesIt) {
   for (const auto& [key, node] : s.placements()) EXPECT_EQ(key.find("gpupack-reservation"), std::string::npos) << key;
 }
 
+// A swap's parked pod (or an admission whose moves have not run): its
+// reserved GPUs are still in use. Its replacement waits for them, held off
+// every node (b's free GPU included), and goes there once they are free.
+TEST(ExtenderReservation, APodWhoseReservedGpusAreInUseWaitsForThem) {
+  Cluster c(reservation("a:5", 1, kFuture));  // a-5 runs on GPU 5
+  const json mine = pod_json({.name = "w-new", .gpus = 1, .owner = "w"});
+  c.add(mine);
+  ExtenderService s("bestfit");
+  c.load(s);
+  const ExtenderFilterResult r = filter(s, mine);
+  EXPECT_TRUE(passed(r).empty());
+  ASSERT_TRUE(r.failed_nodes.count("b"));
+  EXPECT_NE(r.failed_nodes.at("b").find("waiting for the GPUs reserved for this pod on node a"), std::string::npos)
+      << r.failed_nodes.at("b");
+  // Without the reservation it would have gone anywhere.
+  Cluster free_c("{}");
+  free_c.nodes[0]["metadata"]["annotations"].erase("reservation.gpupack.io/p.1");
+  free_c.add(mine);
+  ExtenderService s2("bestfit");
+  free_c.load(s2);
+  EXPECT_FALSE(passed(filter(s2, mine)).empty());
+  // a-5 gone: the pod is steered onto a.
+  c.pods.erase(c.pods.begin() + 5);
+  c.load(s);
+  EXPECT_EQ(passed(filter(s, mine)), std::vector<std::string>{"a"});
+}
+
 // An admit step reserves GPUs that pods still use until the plan's moves
 // free them: held from then on, never counted as a conflict before.
 TEST(ExtenderReservation, GpusStillInUseAreHeldOnceFreedNotConflicts) {
