@@ -139,10 +139,7 @@ int main(int argc, char** argv) {
 
     DefragGoal goal;
     goal.pending = snap.pending;
-    std::vector<Request> all;
-    for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));
-    for (const PendingPod& p : snap.pending) all.push_back(p.request);
-    goal.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(all));
+    goal.target = snapshot_target(snap);
     DefragBudget budget;
     budget.max_moves = static_cast<int>(cap_pct / 100.0 * snap.state.bound_pod_count() + 1e-9);
     auto policy = make_policy("fgd", {42, goal.target});

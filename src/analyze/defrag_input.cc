@@ -96,10 +96,7 @@ DefragReport plan_admission(const std::vector<K8sNode>& nodes, const std::vector
   DefragGoal goal;
   goal.kind = GoalKind::kAdmitPending;
   goal.pending = snap.pending;
-  std::vector<Request> all;
-  for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));
-  for (const PendingPod& p : snap.pending) all.push_back(p.request);
-  goal.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(all));
+  goal.target = snapshot_target(snap);
   DefragBudget budget;
   budget.max_moves = std::max(1, static_cast<int>(max_moves_pct / 100.0 * snap.state.bound_pod_count() + 1e-9));
   budget.max_unavailable = snap.max_unavailable;

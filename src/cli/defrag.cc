@@ -308,10 +308,7 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   }
   goal.frag_threshold_pct = std::max(0.0, f.frag_below);
   if (goal.kind == GoalKind::kAdmitPending) goal.pending = snap.pending;
-  std::vector<Request> all;
-  for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));
-  for (const PendingPod& p : snap.pending) all.push_back(p.request);
-  goal.target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(all));
+  goal.target = snapshot_target(snap);
 
   DefragBudget budget;
   budget.max_moves = f.max_moves;

@@ -266,4 +266,11 @@ Snapshot parse_snapshot(const std::string& text, const std::string& source) {
   return out;
 }
 
+std::shared_ptr<const TargetWorkload> snapshot_target(const Snapshot& snap) {
+  std::vector<Request> all;
+  for (PodId p : snap.state.bound_pods()) all.push_back(snap.state.request(p));
+  for (const PendingPod& p : snap.pending) all.push_back(p.request);
+  return std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(all));
+}
+
 }  // namespace gpupack

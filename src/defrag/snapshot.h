@@ -15,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ void write_snapshot(const std::string& path, const ClusterState& state, const Po
                     const std::vector<PendingPod>& pending, const std::map<std::string, int>& max_unavailable = {});
 
 Snapshot read_snapshot(const std::string& path);
+
+// The FGD target workload of a snapshot: its bound and pending pods' requests.
+std::shared_ptr<const TargetWorkload> snapshot_target(const Snapshot& snap);
 Snapshot parse_snapshot(const std::string& json_text, const std::string& source_name);
 
 }  // namespace gpupack
