@@ -9,12 +9,15 @@
 // (defaults 5% of the running pods, 200 rounds of 6 nodes, 12 pending pods,
 // at most 4 moves per round, any order, seed 1, 0.5 s per ILP, no parking:
 // a solution whose moves have no order where each fits is dropped; with
-// PARK 1 its moved pods are all taken off first, then placed.)
+// PARK 1 its moved pods are all taken off first, then placed. With
+// LNS_VERBOSE set in the environment, each solution is printed: every
+// admission with the free GPU, CPU and memory where it lands, then each move.)
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <map>
@@ -135,6 +138,7 @@ int main(int argc, char** argv) {
     Rng rng(argc > 8 ? std::stoull(argv[8]) : 1);
     const double ilp_limit_s = argc > 9 ? std::stod(argv[9]) : 0.5;
     const bool park = argc > 10 && std::stoi(argv[10]) != 0;
+    const bool verbose = std::getenv("LNS_VERBOSE") != nullptr;  // print each solution's structure
     int parked = 0;
 
     DefragGoal goal;
@@ -217,8 +221,26 @@ int main(int argc, char** argv) {
           admits.push_back(PlanStep{MoveKind::kAdmit, p, req, Assignment{}, to, 0, {}});
         }
       }
+      if (verbose) {
+        // What the solution does, before it is applied: each admission's
+        // shortage where it lands, then each move.
+        for (const PlanStep& a : admits) {
+          const NodeId n = a.to.node;
+          const auto free = state.gpu_free_milli(n);
+          int32_t best = 0;
+          for (int32_t f : free) best = std::max(best, f);
+          fmt::print("  admit {}x{} cpu {} mem {} on node {}: best GPU hole {}, cpu free {}, mem free {}\n",
+                     a.request.gpu_count, a.request.gpu_milli, a.request.cpu_milli, a.request.memory_mib, index(n),
+                     best, state.cpu_free_milli(n), state.memory_free_mib(n));
+        }
+        for (const PlanStep& m : moves)
+          fmt::print("  move {}x{} cpu {} mem {}: node {} gpu {:x} -> node {} gpu {:x}\n", m.request.gpu_count,
+                     m.request.gpu_milli, m.request.cpu_milli, m.request.memory_mib, index(m.from.node),
+                     m.from.gpu_mask, index(m.to.node), m.to.gpu_mask);
+      }
       const auto mark = state.checkpoint();
       bool ok = apply_in_some_order(state, moves, out);
+      if (verbose) fmt::print("  -> {}\n", ok ? "ordered" : park ? "parked" : "no order");
       if (!ok && park) {
         ok = true;
         for (const PlanStep& m : moves) ok = ok && state.unbind(m.pod).is_ok();

@@ -47,6 +47,7 @@ struct DefragFlags {
   double time_limit = 0;
   bool no_refine = false;
   bool no_swaps = false;
+  bool no_chains = false;
   double max_moves_per_gpu = -1;
   bool gang = false;
   bool no_local_search = false;
@@ -325,6 +326,7 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   opt.time_limit_s = f.time_limit;
   opt.refine = !f.no_refine;
   opt.swaps = !f.no_swaps;
+  opt.chains = !f.no_chains;
   opt.max_moves_per_gpu = f.max_moves_per_gpu;
   opt.local_search = !f.no_local_search;
   auto policy = make_policy(f.policy, {42, goal.target});
@@ -509,6 +511,9 @@ void add_defrag_command(CLI::App& app) {
                 "planner: keep moves the admissions do not need instead of dropping and re-spending them");
   cmd->add_flag("--no-swaps", flags->no_swaps,
                 "planner: no swaps (two pods trading GPUs, one of them parked: evicted before its target frees)");
+  cmd->add_flag("--no-chains", flags->no_chains,
+                "planner: no chains (a pod leaving along up to 4 moves, each into the hole the next one frees; a "
+                "cycle parks its first pod)");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();
   cmd->add_option("-o,--out", flags->out, "write the plan here instead of stdout");

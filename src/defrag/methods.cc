@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "defrag/chains.h"
 #include "defrag/refine.h"
 #include "defrag/swaps.h"
 
@@ -53,13 +54,17 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
       {"planner",
        "gpupack's move planner: fewest moves that reach the goal (greedy + chains), or consolidation rounds first "
        "when they admit more; under a move cap, moves the admissions do not need are dropped and re-spent, then "
-       "pods trade GPUs (swaps) with the moves left",
+       "pods trade GPUs (swaps) and leave along chains of moves with the moves left",
        [](const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos,
           Policy& policy, std::span<const int64_t> node_rank, const PlannerOptions& planner) {
          const ReplanFn once = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b,
                                    const PodMoveInfos& i) { return plan_once(s, g, b, i, policy, node_rank, planner); };
          const ReplanFn swaps = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b,
                                     const PodMoveInfos& i) { return plan_swaps(s, g, b, i, planner.time_limit_s); };
+         const ReplanFn chains = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b,
+                                     const PodMoveInfos& i) {
+           return plan_chains(s, g, b, i, 4, planner.time_limit_s);
+         };
          const bool swapping = planner.swaps && planner.refine && budget.max_moves >= 0 &&
                                goal.kind == GoalKind::kAdmitPending && !goal.gang;
          // The whole pipeline for one move cap.
@@ -82,7 +87,10 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
            const double seconds = after.plan_seconds + first.plan_seconds;
            DefragPlan& best = first.after.admitted_gpu_milli > after.after.admitted_gpu_milli ? first : after;
            best.plan_seconds = seconds;
-           return std::move(best);
+           if (!planner.chains) return std::move(best);
+           // Then chains and cycles of up to 4 moves with the moves left
+           // (holes under the smallest pending share merged three at a time).
+           return refine_plan(state, std::move(best), goal, cap, infos, chains, 8, " + chains");
          };
          DefragPlan plan = full(budget);
          // Under a value rule, the greedy's plan (fewest moves per admission,

@@ -59,6 +59,9 @@ struct PlannerOptions {
   // cap: after refinement, admit more by pods trading GPUs with the moves
   // left (defrag/swaps.h; plans may park a pod while another moves).
   bool swaps = true;
+  // plan_by_method("planner") only, with swaps: then admit more by chains of
+  // plain moves (defrag/chains.h) with the moves left.
+  bool chains = true;
   // plan_by_method(), any method, goal admit without gang: at most this many
   // moves per GPU admitted (defrag/refine.h trim_to_value; -1 = no limit).
   double max_moves_per_gpu = -1;
