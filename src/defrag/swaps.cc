@@ -57,9 +57,16 @@ class SwapSearch {
       const NodeId node{n};
       if (work_.gpu_count(node) == 0 || work_.has_hardware_setup(node) || !fits_empty_plain(work_, node, r)) continue;
       const auto free = work_.gpu_free_milli(node);
+      const bool cpu_short = work_.cpu_free_milli(node) < r.cpu_milli || work_.memory_free_mib(node) < r.memory_mib;
       for (int g = 0; g < work_.gpu_count(node); ++g) {
         const int32_t short_by = r.gpu_milli - free[static_cast<size_t>(g)];
-        if (short_by <= 0) continue;
+        if (short_by <= 0) {
+          // The GPU has room, the node lacks CPU or memory: a pod here
+          // trades places with one that asks less of them.
+          if (cpu_short && try_cpu_partners(p, node, g, steps)) return true;
+          continue;
+        }
+        if (r.gpu_milli >= kGpuMilliPerGpu) continue;  // a trade leaves a pod on the GPU
         auto it = on_gpu_.find(key(node, g));
         if (it == on_gpu_.end()) continue;
         for (const Holder& a : it->second)
@@ -105,8 +112,47 @@ class SwapSearch {
         } else if (work_.cpu_free_milli(n) < r.cpu_milli || work_.memory_free_mib(n) < r.memory_mib) {
           continue;
         }
-        if (apply(p, a, b, steps)) return true;
+        if (apply(p, a, b, Assignment{n, 1u << a.gpu, r.gpu_milli}, steps)) return true;
         if (budget_.max_moves >= 0 && use.moves + 2 > budget_.max_moves) return false;
+      }
+    }
+    return false;
+  }
+
+  // For `p` on (n, g), whose GPU has room: a pod `a` on another GPU of n and
+  // a pod `b` elsewhere that asks less CPU and memory trade GPUs (each fits
+  // where the other was once it left), freeing what p lacks on n.
+  bool try_cpu_partners(const PendingPod& p, NodeId n, int g, std::vector<PlanStep>& steps) {
+    const Request& r = p.request;
+    const int64_t cpu_short = r.cpu_milli - work_.cpu_free_milli(n);
+    const int64_t mem_short = r.memory_mib - work_.memory_free_mib(n);
+    const auto free = work_.gpu_free_milli(n);
+    for (int ga = 0; ga < work_.gpu_count(n); ++ga) {
+      if (ga == g) continue;
+      auto it = on_gpu_.find(key(n, ga));
+      if (it == on_gpu_.end()) continue;
+      for (const Holder& a : it->second) {
+        const Request& ra = work_.request(a.pod);
+        if (ra.cpu_milli < cpu_short || ra.memory_mib < mem_short) continue;
+        // b fits a's GPU once a left; a fits b's once b left.
+        const int32_t room = a.milli + free[static_cast<size_t>(ga)];
+        for (auto& [share, list] : by_share_) {
+          if (share > room) break;
+          for (const Holder& b : list) {
+            if (b.gpu_free + share < a.milli) break;
+            if (b.node == n) continue;
+            const Request& rb = work_.request(b.pod);
+            if (ra.cpu_milli - rb.cpu_milli < cpu_short || ra.memory_mib - rb.memory_mib < mem_short) continue;
+            if (work_.cpu_free_milli(b.node) + rb.cpu_milli < ra.cpu_milli ||
+                work_.memory_free_mib(b.node) + rb.memory_mib < ra.memory_mib)
+              continue;
+            if (!model_allowed(ra.allowed_models, work_.gpu_model(b.node)) ||
+                !model_allowed(rb.allowed_models, work_.gpu_model(n)))
+              continue;
+            if (apply(p, a, b, Assignment{n, 1u << g, r.gpu_milli}, steps)) return true;
+            if (budget_.max_moves >= 0 && use.moves + 2 > budget_.max_moves) return false;
+          }
+        }
       }
     }
     return false;
@@ -114,7 +160,8 @@ class SwapSearch {
 
   // Applies the swap to the work state in an order that fits (plain moves
   // when one of them fits first, else `a` parked) and records its steps.
-  bool apply(const PendingPod& p, const Holder& a, const Holder& b, std::vector<PlanStep>& steps) {
+  bool apply(const PendingPod& p, const Holder& a, const Holder& b, const Assignment& admit_at,
+             std::vector<PlanStep>& steps) {
     const Request ra = work_.request(a.pod), rb = work_.request(b.pod);
     const Assignment a_from = work_.assignment(a.pod), b_from = work_.assignment(b.pod);
     const Assignment a_to{b.node, 1u << b.gpu, ra.gpu_milli}, b_to{a.node, 1u << a.gpu, rb.gpu_milli};
@@ -128,8 +175,6 @@ class SwapSearch {
 
     PlanStep move_a{ka, a.pod, ra, a_from, a_to, move_cost(ia, ka), {}};
     const PlanStep move_b{kb, b.pod, rb, b_from, b_to, move_cost(ib, kb), {}};
-    const PlanStep admit{
-        MoveKind::kAdmit, p.id, p.request, Assignment{}, Assignment{a.node, 1u << a.gpu, p.request.gpu_milli}, 0, {}};
     const auto mark = work_.checkpoint();
     std::vector<PlanStep> order;
     // b first when it fits beside a; a first when it fits beside b; else park a.
@@ -151,16 +196,17 @@ class SwapSearch {
         order = {move_a, move_b, land};
       }
     }
+    const PlanStep admit{MoveKind::kAdmit, p.id, p.request, Assignment{}, admit_at, 0, {}};
     if (!apply_step(work_, admit).empty()) {
       work_.rollback(mark);
       return false;
     }
     order.push_back(admit);
+    touched_.insert(static_cast<int32_t>(p.id));  // admitted here: never moved again
     steps.insert(steps.end(), order.begin(), order.end());
     use = next;
     touched_.insert(static_cast<int32_t>(a.pod));
     touched_.insert(static_cast<int32_t>(b.pod));
-    touched_.insert(static_cast<int32_t>(p.id));  // admitted here: never moved again
     return true;
   }
 
@@ -192,8 +238,7 @@ DefragPlan plan_swaps(const ClusterState& state, const DefragGoal& goal, const D
     search.index();
     std::vector<const PendingPod*> order;
     for (const PendingPod& p : goal.pending)
-      if (p.request.gpu_count == 1 && p.request.gpu_milli < kGpuMilliPerGpu && p.request.is_plain())
-        order.push_back(&p);
+      if (p.request.gpu_count == 1 && p.request.is_plain()) order.push_back(&p);
     std::stable_sort(order.begin(), order.end(), [](const PendingPod* x, const PendingPod* y) {
       return x->request.gpu_milli > y->request.gpu_milli;
     });

@@ -74,6 +74,44 @@ TEST(Swaps, TwoPodsTradeGpusWithOneParked) {
   EXPECT_EQ(plan_by_method("planner", t.state, t.goal, budget, t.infos, *policy, {}, off).after.admitted_gpu_milli, 0);
 }
 
+// Two two-GPU nodes of 4 cores. n0: A (500 milli, 3 cores) on GPU 0, GPU 1
+// free, 1 core free. n1: B (450, 1 core) and an immovable 450 (half a core)
+// on GPU 0, an immovable whole GPU (half a core) on GPU 1. Pending P (a whole GPU, 2 cores) has its GPU on n0 but not
+// the cores. A and B trading GPUs frees 2 cores there; A fits nowhere as it is.
+TEST(Swaps, APodTradesPlacesWithOneAskingLessCpuToAdmitAWholeGpu) {
+  ClusterState state{nodes(2, 2, 4000)};
+  ASSERT_TRUE(state.bind(PodId{0}, shared(500, 3000), Assignment{NodeId{0}, 1u, 500}).is_ok());
+  ASSERT_TRUE(state.bind(PodId{1}, shared(450), Assignment{NodeId{1}, 1u, 450}).is_ok());
+  ASSERT_TRUE(state.bind(PodId{2}, shared(450, 500), Assignment{NodeId{1}, 1u, 450}).is_ok());
+  ASSERT_TRUE(state.bind(PodId{3}, shared(1000, 500), Assignment{NodeId{1}, 2u, 1000}).is_ok());
+  state.commit();
+  PodMoveInfos infos(5);
+  infos[2].immovable = true;
+  infos[3].immovable = true;
+  DefragGoal goal;
+  goal.pending = {{PodId{4}, testing::whole(1, 2000)}};
+  DefragBudget budget;
+  budget.max_moves = 4;
+  const DefragPlan plan = plan_swaps(state, goal, budget, infos);
+  const auto errors = validate_plan(state, plan, goal, budget, infos);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  ASSERT_EQ(plan.steps.size(), 3U);
+  EXPECT_EQ(plan.steps[0].pod, PodId{1});  // B fits beside A: it goes first
+  EXPECT_EQ(plan.steps[0].to.node, NodeId{0});
+  EXPECT_EQ(plan.steps[1].pod, PodId{0});
+  EXPECT_EQ(plan.steps[1].to.node, NodeId{1});
+  EXPECT_EQ(plan.steps[2].kind, MoveKind::kAdmit);
+  EXPECT_EQ(plan.steps[2].to.node, NodeId{0});
+  EXPECT_EQ(plan.steps[2].to.gpu_mask, 2u);
+  EXPECT_EQ(plan.after.admitted_gpu_milli, 1000);
+  // B asking as many cores as A frees none: nothing.
+  ClusterState same = state;
+  ASSERT_TRUE(same.unbind(PodId{1}).is_ok());
+  ASSERT_TRUE(same.bind(PodId{1}, shared(450, 3000), Assignment{NodeId{1}, 1u, 450}).is_ok());
+  same.commit();
+  EXPECT_TRUE(plan_swaps(same, goal, budget, infos).steps.empty());
+}
+
 TEST(Swaps, ValidationNamesAParkWithoutLandAndALandWithoutPark) {
   Trade t;
   DefragBudget budget;
