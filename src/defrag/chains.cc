@@ -130,11 +130,12 @@ class ChainSearch {
   // The pods whose leaving would make room for `p` on their GPU, fewest
   // milli short first (then the largest pod: more room to close a cycle).
   struct Start {
-    int32_t short_by = 0;
+    int32_t short_by = 0;  // GPU milli p lacks on its GPU (0: it lacks CPU or memory)
     int32_t milli = 0;
     NodeId node{};
-    int gpu = 0;
+    int gpu = 0;  // a's GPU, where a cycle closes
     PodId pod{};
+    int admit_gpu = 0;  // p's GPU (a's, unless p lacks only CPU or memory)
   };
   std::vector<Start> starts(const Request& r) const {
     std::vector<Start> out;
@@ -142,14 +143,32 @@ class ChainSearch {
       const NodeId node{n};
       if (work_.gpu_count(node) == 0 || work_.has_hardware_setup(node) || !fits_empty_plain(work_, node, r)) continue;
       const auto free = work_.gpu_free_milli(node);
+      const int64_t cpu_short = r.cpu_milli - work_.cpu_free_milli(node);
+      const int64_t mem_short = r.memory_mib - work_.memory_free_mib(node);
       for (int g = 0; g < work_.gpu_count(node); ++g) {
         const int32_t short_by = r.gpu_milli - free[static_cast<size_t>(g)];
-        if (short_by <= 0) continue;
+        if (short_by <= 0) {
+          // Room on this GPU, not on the node: a pod on another GPU that
+          // asks at least the CPU and memory p lacks leaves.
+          if (cpu_short <= 0 && mem_short <= 0) continue;
+          for (int ga = 0; ga < work_.gpu_count(node); ++ga) {
+            auto it = ga == g ? on_gpu_.end() : on_gpu_.find(key(node, ga));
+            if (it == on_gpu_.end()) continue;
+            for (PodId a : it->second) {
+              const Request& ra = work_.request(a);
+              if (ra.cpu_milli >= cpu_short && ra.memory_mib >= mem_short)
+                out.push_back({0, ra.gpu_milli, node, ga, a, g});
+            }
+          }
+          continue;
+        }
+        if (r.gpu_milli >= kGpuMilliPerGpu) continue;  // a chain leaves a pod on the GPU
         auto it = on_gpu_.find(key(node, g));
         if (it == on_gpu_.end()) continue;
         for (PodId a : it->second) {
           const Request& ra = work_.request(a);
-          if (ra.gpu_milli >= short_by && room_for(r, node, &ra)) out.push_back({short_by, ra.gpu_milli, node, g, a});
+          if (ra.gpu_milli >= short_by && room_for(r, node, &ra))
+            out.push_back({short_by, ra.gpu_milli, node, g, a, g});
         }
       }
     }
@@ -164,15 +183,18 @@ class ChainSearch {
     for (const Start& st : from) {
       if (out_of_time()) return false;
       const Request& ra = work_.request(st.pod);
+      const int32_t free = work_.gpu_free_milli(st.node)[static_cast<size_t>(st.gpu)];
       chain_.clear();
       chain_gpus_.assign(1, {st.node, st.gpu});
+      if (st.admit_gpu != st.gpu) chain_gpus_.push_back({st.node, st.admit_gpu});
       closed_ = false;
       close_node_ = st.node;
       close_gpu_ = st.gpu;
-      close_milli_ = ra.gpu_milli - st.short_by;
+      // What a's GPU holds for the last pod of a cycle (beside p when p goes there).
+      close_milli_ = free + ra.gpu_milli - (st.admit_gpu == st.gpu ? r.gpu_milli : 0);
       close_cpu_ = work_.cpu_free_milli(st.node) + ra.cpu_milli - r.cpu_milli;
       close_mem_ = work_.memory_free_mib(st.node) + ra.memory_mib - r.memory_mib;
-      if (home(st.pod, length - 1) && apply(p, st.node, st.gpu, steps)) return true;
+      if (home(st.pod, length - 1) && apply(p, st.node, st.admit_gpu, steps)) return true;
     }
     return false;
   }
@@ -321,8 +343,7 @@ DefragPlan plan_chains(const ClusterState& state, const DefragGoal& goal, const 
     search.index();
     std::vector<const PendingPod*> order;
     for (const PendingPod& p : goal.pending)
-      if (p.request.gpu_count == 1 && p.request.gpu_milli < kGpuMilliPerGpu && p.request.is_plain())
-        order.push_back(&p);
+      if (p.request.gpu_count == 1 && p.request.is_plain()) order.push_back(&p);
     std::stable_sort(order.begin(), order.end(), [](const PendingPod* x, const PendingPod* y) {
       return x->request.gpu_milli > y->request.gpu_milli;
     });

@@ -21,13 +21,16 @@
 //   chain or cycle of 2 to `max_length` moves (shortest first), then "admit
 //   p". A chain runs its last link first, so each plain move fits when it
 //   runs; a cycle parks `a` (defrag/plan.h), moves the others last first and
-//   lands `a`. Pending pods are taken largest GPU share first; only
-//   single-GPU shared pending pods (a whole GPU is never freed this way) and
-//   single-GPU plain movable pods on nodes without a hardware setup take
-//   part. Starts (a pod `a` whose leaving makes room on its GPU, on a node
-//   with CPU and memory for p once `a` left) are tried fewest milli short
-//   first. At each link a pod goes into the tightest hole that takes it as
-//   it is, or back to p's GPU when it fits there, or else into a hole it
+//   lands `a`. Pending pods are taken largest GPU share first; single-GPU
+//   plain pending pods and single-GPU plain movable pods on nodes without a
+//   hardware setup take part. Starts are pods `a` whose leaving makes room
+//   on their GPU (shared pending pods only: a chain leaves a pod on the GPU),
+//   on a node with CPU and memory for p once `a` left; or, where p's GPU has
+//   room but its node lacks CPU or memory, a pod on another GPU of that node
+//   asking at least what p lacks (its cycle closes on its own GPU). Starts
+//   are tried fewest milli short first. At each link a pod goes into the
+//   tightest hole that takes it as it is, or back to where the cycle closes
+//   when it fits there, or else into a hole it
 //   does not fit with a smaller pod there leaving first: the smallest such
 //   pods first, at most 3 per link. CPU, memory and GPU models are checked
 //   at every node a link touches, and the whole chain is applied to a copy

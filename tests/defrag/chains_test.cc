@@ -109,6 +109,35 @@ TEST(Chains, AChainWithAHoleAtItsEndRunsLastLinkFirstWithoutParking) {
   EXPECT_EQ(plan.use.moves, 2);
 }
 
+TEST(Chains, APendingPodShortOfCoresIsAdmittedByAPodLeavingTheNode) {
+  // n0: A (500 milli, 3 cores) on GPU 0, GPU 1 free, 1 core free. n1: B
+  // (450, 1 core) and immovable pods holding the rest of its GPUs. Pending P
+  // asks a whole GPU and 2 cores: A leaves for B's GPU, B closes the cycle
+  // on A's; P goes on GPU 1.
+  ClusterState state{nodes(2, 2, 4000)};
+  ASSERT_TRUE(state.bind(PodId{0}, shared(500, 3000), Assignment{NodeId{0}, 1u, 500}).is_ok());
+  ASSERT_TRUE(state.bind(PodId{1}, shared(450), Assignment{NodeId{1}, 1u, 450}).is_ok());
+  ASSERT_TRUE(state.bind(PodId{2}, shared(450, 500), Assignment{NodeId{1}, 1u, 450}).is_ok());
+  ASSERT_TRUE(state.bind(PodId{3}, shared(1000, 500), Assignment{NodeId{1}, 2u, 1000}).is_ok());
+  state.commit();
+  PodMoveInfos infos(5);
+  infos[2].immovable = true;
+  infos[3].immovable = true;
+  DefragGoal goal;
+  goal.pending = {{PodId{4}, testing::whole(1, 2000)}};
+  DefragBudget budget;
+  budget.max_moves = 4;
+  const DefragPlan plan = plan_chains(state, goal, budget, infos);
+  const auto errors = validate_plan(state, plan, goal, budget, infos);
+  ASSERT_TRUE(errors.empty()) << errors.front();
+  ASSERT_FALSE(plan.steps.empty());
+  EXPECT_EQ(plan.steps.back().kind, MoveKind::kAdmit);
+  EXPECT_EQ(plan.steps.back().to.node, NodeId{0});
+  EXPECT_EQ(plan.steps.back().to.gpu_mask, 2u);
+  EXPECT_EQ(plan.use.moves, 2);
+  EXPECT_EQ(plan.after.admitted_gpu_milli, 1000);
+}
+
 TEST(Chains, ImmovablePodsAndCpuAreRespected) {
   Cycle c;
   DefragBudget budget;
