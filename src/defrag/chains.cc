@@ -4,6 +4,7 @@
 #include <bit>
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "defrag/refine.h"
+#include "defrag/search_keys.h"
 #include "sched/filter.h"
 
 namespace gpupack {
@@ -58,7 +60,7 @@ class ChainSearch {
     for (PodId p : work_.bound_pods()) {
       if (!movable(p)) continue;
       const Assignment a = work_.assignment(p);
-      on_gpu_[key(a.node, std::countr_zero(a.gpu_mask))].push_back(p);
+      on_gpu_[gpu_key(a.node, std::countr_zero(a.gpu_mask))].push_back(p);
     }
     for (auto& [k, list] : on_gpu_)
       std::stable_sort(list.begin(), list.end(), [&](PodId x, PodId y) {
@@ -106,13 +108,7 @@ class ChainSearch {
   BudgetUse use;
 
  private:
-  static int64_t key(NodeId n, int g) { return int64_t{static_cast<int>(n)} * 64 + g; }
-
-  bool movable(PodId p) const {
-    if (touched_.count(static_cast<int32_t>(p)) || move_info(infos_, p).immovable) return false;
-    const Request& r = work_.request(p);
-    return r.gpu_count == 1 && r.is_plain() && !work_.has_hardware_setup(work_.assignment(p).node);
-  }
+  bool movable(PodId p) const { return !touched_.count(static_cast<int32_t>(p)) && trade_movable(work_, infos_, p); }
 
   bool in_chain(NodeId n, int g) const {
     return std::any_of(chain_gpus_.begin(), chain_gpus_.end(),
@@ -152,7 +148,7 @@ class ChainSearch {
           // asks at least the CPU and memory p lacks leaves.
           if (cpu_short <= 0 && mem_short <= 0) continue;
           for (int ga = 0; ga < work_.gpu_count(node); ++ga) {
-            auto it = ga == g ? on_gpu_.end() : on_gpu_.find(key(node, ga));
+            auto it = ga == g ? on_gpu_.end() : on_gpu_.find(gpu_key(node, ga));
             if (it == on_gpu_.end()) continue;
             for (PodId a : it->second) {
               const Request& ra = work_.request(a);
@@ -163,7 +159,7 @@ class ChainSearch {
           continue;
         }
         if (r.gpu_milli >= kGpuMilliPerGpu) continue;  // a chain leaves a pod on the GPU
-        auto it = on_gpu_.find(key(node, g));
+        auto it = on_gpu_.find(gpu_key(node, g));
         if (it == on_gpu_.end()) continue;
         for (PodId a : it->second) {
           const Request& ra = work_.request(a);
@@ -224,9 +220,7 @@ class ChainSearch {
     if (extra == 0) return false;
     // A shape that found no home at this depth with at least this much room
     // to close a cycle finds none now either (less room closes fewer).
-    const std::string shape = std::to_string(size) + "/" + std::to_string(rx.cpu_milli) + "/" +
-                              std::to_string(rx.memory_mib) + "/" + std::to_string(rx.allowed_models) + "/" +
-                              std::to_string(extra);
+    const std::pair<ShapeKey, int> shape{shape_key(rx), extra};
     const Room room{close_milli_, close_cpu_, close_mem_};
     auto& failed = no_home_[shape];
     for (const Room& f : failed)
@@ -318,13 +312,8 @@ class ChainSearch {
   };
   // Per pod shape and depth, the rooms to close a cycle with which it found
   // no home, since the last index().
-  std::unordered_map<std::string, std::vector<Room>> no_home_;
+  std::map<std::pair<ShapeKey, int>, std::vector<Room>> no_home_;
 };
-
-std::string shape_key(const Request& r) {
-  return std::to_string(r.gpu_milli) + "/" + std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) + "/" +
-         std::to_string(static_cast<uint64_t>(r.allowed_models));
-}
 
 }  // namespace
 
@@ -347,11 +336,11 @@ DefragPlan plan_chains(const ClusterState& state, const DefragGoal& goal, const 
     std::stable_sort(order.begin(), order.end(), [](const PendingPod* x, const PendingPod* y) {
       return x->request.gpu_milli > y->request.gpu_milli;
     });
-    std::unordered_set<std::string> failed;  // shapes with no chain (not retried)
+    std::set<ShapeKey> failed;  // shapes with no chain (not retried)
     for (const PendingPod* p : order) {
       if (budget.max_moves >= 0 && search.use.moves + 2 > budget.max_moves) break;
       if (search.out_of_time()) break;
-      const std::string shape = shape_key(p->request);
+      const ShapeKey shape = shape_key(p->request);
       if (failed.count(shape)) continue;
       if (!search.admit(*p, max_length, plan.steps)) {
         failed.insert(shape);

@@ -1,4 +1,5 @@
 #include "defrag/planner.h"
+#include "defrag/search_keys.h"
 
 #include <algorithm>
 #include <bit>
@@ -44,9 +45,6 @@ struct CacheEntry {
   double cost = kInf;
   int moves = 0;
 };
-
-using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, ModelMask>;
-ShapeKey shape_key(const Request& r) { return {r.cpu_milli, r.memory_mib, r.gpu_count, r.gpu_milli, r.allowed_models}; }
 
 class Planner {
  public:

@@ -4,12 +4,14 @@
 #include <bit>
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "defrag/refine.h"
+#include "defrag/search_keys.h"
 #include "sched/filter.h"
 
 namespace gpupack {
@@ -42,7 +44,7 @@ class SwapSearch {
       const Assignment a = work_.assignment(p);
       const int g = std::countr_zero(a.gpu_mask);
       const Holder h{p, a.node, g, a.gpu_milli, work_.gpu_free_milli(a.node)[static_cast<size_t>(g)]};
-      on_gpu_[key(a.node, g)].push_back(h);
+      on_gpu_[gpu_key(a.node, g)].push_back(h);
       by_share_[h.milli].push_back(h);
     }
     for (auto& [share, list] : by_share_)
@@ -67,7 +69,7 @@ class SwapSearch {
           continue;
         }
         if (r.gpu_milli >= kGpuMilliPerGpu) continue;  // a trade leaves a pod on the GPU
-        auto it = on_gpu_.find(key(node, g));
+        auto it = on_gpu_.find(gpu_key(node, g));
         if (it == on_gpu_.end()) continue;
         for (const Holder& a : it->second)
           if (a.milli >= short_by && try_partners(p, a, short_by, steps)) return true;
@@ -79,13 +81,7 @@ class SwapSearch {
   BudgetUse use;
 
  private:
-  static int64_t key(NodeId n, int g) { return int64_t{static_cast<int>(n)} * 64 + g; }
-
-  bool movable(PodId p) const {
-    if (touched_.count(static_cast<int32_t>(p)) || move_info(infos_, p).immovable) return false;
-    const Request& r = work_.request(p);
-    return r.gpu_count == 1 && r.is_plain() && !work_.has_hardware_setup(work_.assignment(p).node);
-  }
+  bool movable(PodId p) const { return !touched_.count(static_cast<int32_t>(p)) && trade_movable(work_, infos_, p); }
 
   // Partners `b` for `a` (on the receiving GPU): smaller by at least
   // `short_by`, on a GPU where `a` fits once `b` has left.
@@ -129,7 +125,7 @@ class SwapSearch {
     const auto free = work_.gpu_free_milli(n);
     for (int ga = 0; ga < work_.gpu_count(n); ++ga) {
       if (ga == g) continue;
-      auto it = on_gpu_.find(key(n, ga));
+      auto it = on_gpu_.find(gpu_key(n, ga));
       if (it == on_gpu_.end()) continue;
       for (const Holder& a : it->second) {
         const Request& ra = work_.request(a.pod);
@@ -218,11 +214,6 @@ class SwapSearch {
   std::map<int32_t, std::vector<Holder>> by_share_;
 };
 
-std::string shape_key(const Request& r) {
-  return std::to_string(r.gpu_milli) + "/" + std::to_string(r.cpu_milli) + "/" + std::to_string(r.memory_mib) + "/" +
-         std::to_string(static_cast<uint64_t>(r.allowed_models));
-}
-
 }  // namespace
 
 DefragPlan plan_swaps(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
@@ -242,11 +233,11 @@ DefragPlan plan_swaps(const ClusterState& state, const DefragGoal& goal, const D
     std::stable_sort(order.begin(), order.end(), [](const PendingPod* x, const PendingPod* y) {
       return x->request.gpu_milli > y->request.gpu_milli;
     });
-    std::unordered_set<std::string> failed;  // shapes with no swap since the last one found
+    std::set<ShapeKey> failed;  // shapes with no swap since the last one found
     for (const PendingPod* p : order) {
       if (budget.max_moves >= 0 && search.use.moves + 2 > budget.max_moves) break;
       if (time_limit_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > time_limit_s) break;
-      const std::string shape = shape_key(p->request);
+      const ShapeKey shape = shape_key(p->request);
       if (failed.count(shape)) continue;
       if (!search.admit(*p, plan.steps)) {
         failed.insert(shape);

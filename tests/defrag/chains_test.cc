@@ -110,21 +110,12 @@ TEST(Chains, AChainWithAHoleAtItsEndRunsLastLinkFirstWithoutParking) {
 }
 
 TEST(Chains, APendingPodShortOfCoresIsAdmittedByAPodLeavingTheNode) {
-  // n0: A (500 milli, 3 cores) on GPU 0, GPU 1 free, 1 core free. n1: B
-  // (450, 1 core) and immovable pods holding the rest of its GPUs. Pending P
-  // asks a whole GPU and 2 cores: A leaves for B's GPU, B closes the cycle
-  // on A's; P goes on GPU 1.
-  ClusterState state{nodes(2, 2, 4000)};
-  ASSERT_TRUE(state.bind(PodId{0}, shared(500, 3000), Assignment{NodeId{0}, 1u, 500}).is_ok());
-  ASSERT_TRUE(state.bind(PodId{1}, shared(450), Assignment{NodeId{1}, 1u, 450}).is_ok());
-  ASSERT_TRUE(state.bind(PodId{2}, shared(450, 500), Assignment{NodeId{1}, 1u, 450}).is_ok());
-  ASSERT_TRUE(state.bind(PodId{3}, shared(1000, 500), Assignment{NodeId{1}, 2u, 1000}).is_ok());
-  state.commit();
-  PodMoveInfos infos(5);
-  infos[2].immovable = true;
-  infos[3].immovable = true;
-  DefragGoal goal;
-  goal.pending = {{PodId{4}, testing::whole(1, 2000)}};
+  // testing::CpuShort: A leaves n0 for B's GPU and B closes the cycle on A's;
+  // P goes on n0's free GPU 1.
+  testing::CpuShort c;
+  const ClusterState& state = c.state;
+  const PodMoveInfos& infos = c.infos;
+  const DefragGoal& goal = c.goal;
   DefragBudget budget;
   budget.max_moves = 4;
   const DefragPlan plan = plan_chains(state, goal, budget, infos);

@@ -3,6 +3,7 @@
 // pending pods that do not fit and random move metadata.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,31 @@ inline std::vector<NodeSpec> nodes(int count, int gpus, int64_t cpu_milli = 3200
 }
 inline Request shared(int32_t milli, int64_t cpu = 1000) { return Request{cpu, 1024, 1, milli, 0}; }
 inline Request whole(int32_t gpus, int64_t cpu = 1000) { return Request{cpu, 1024, gpus, 1000, 0}; }
+
+// Two two-GPU nodes of 4 cores. n0: A (pod 0, 500 milli, 3 cores) on GPU 0,
+// GPU 1 free, 1 core free. n1: B (pod 1, 450, 1 core) and an immovable 450
+// (half a core) on GPU 0, an immovable whole GPU (half a core) on GPU 1.
+// Pending P (pod 4, a whole GPU, 2 cores) has its GPU on n0 but not the
+// cores; A fits nowhere as it is. A and B trading GPUs frees 2 cores there.
+struct CpuShort {
+  ClusterState state{nodes(2, 2, 4000)};
+  PodMoveInfos infos = PodMoveInfos(5);
+  DefragGoal goal;
+  CpuShort() {
+    bind(0, shared(500, 3000), 0, 1u, 500);
+    bind(1, shared(450), 1, 1u, 450);
+    bind(2, shared(450, 500), 1, 1u, 450);
+    bind(3, shared(1000, 500), 1, 2u, 1000);
+    state.commit();
+    infos[2].immovable = true;
+    infos[3].immovable = true;
+    goal.pending = {{PodId{4}, whole(1, 2000)}};
+  }
+  void bind(int32_t pod, const Request& r, int node, uint32_t mask, int32_t milli) {
+    if (!state.bind(PodId{pod}, r, Assignment{NodeId{node}, mask, milli}).is_ok())
+      throw std::logic_error("CpuShort: bind failed");
+  }
+};
 
 struct RandomCluster {
   ClusterState state;

@@ -74,22 +74,13 @@ TEST(Swaps, TwoPodsTradeGpusWithOneParked) {
   EXPECT_EQ(plan_by_method("planner", t.state, t.goal, budget, t.infos, *policy, {}, off).after.admitted_gpu_milli, 0);
 }
 
-// Two two-GPU nodes of 4 cores. n0: A (500 milli, 3 cores) on GPU 0, GPU 1
-// free, 1 core free. n1: B (450, 1 core) and an immovable 450 (half a core)
-// on GPU 0, an immovable whole GPU (half a core) on GPU 1. Pending P (a whole GPU, 2 cores) has its GPU on n0 but not
-// the cores. A and B trading GPUs frees 2 cores there; A fits nowhere as it is.
+// testing::CpuShort: A on n0 trades GPUs with B on n1, freeing the cores P
+// lacks on n0.
 TEST(Swaps, APodTradesPlacesWithOneAskingLessCpuToAdmitAWholeGpu) {
-  ClusterState state{nodes(2, 2, 4000)};
-  ASSERT_TRUE(state.bind(PodId{0}, shared(500, 3000), Assignment{NodeId{0}, 1u, 500}).is_ok());
-  ASSERT_TRUE(state.bind(PodId{1}, shared(450), Assignment{NodeId{1}, 1u, 450}).is_ok());
-  ASSERT_TRUE(state.bind(PodId{2}, shared(450, 500), Assignment{NodeId{1}, 1u, 450}).is_ok());
-  ASSERT_TRUE(state.bind(PodId{3}, shared(1000, 500), Assignment{NodeId{1}, 2u, 1000}).is_ok());
-  state.commit();
-  PodMoveInfos infos(5);
-  infos[2].immovable = true;
-  infos[3].immovable = true;
-  DefragGoal goal;
-  goal.pending = {{PodId{4}, testing::whole(1, 2000)}};
+  testing::CpuShort c;
+  const ClusterState& state = c.state;
+  const PodMoveInfos& infos = c.infos;
+  const DefragGoal& goal = c.goal;
   DefragBudget budget;
   budget.max_moves = 4;
   const DefragPlan plan = plan_swaps(state, goal, budget, infos);
