@@ -251,6 +251,10 @@ void run_serve(const ServeFlags& f) {
   main_opts.read_timeout_s = f.read_timeout_s;
   main_opts.max_body_bytes = f.max_body_bytes;
   HttpServer main_server(service, main_opts, latency, counters);
+  // From the first listener on, a stop signal drains: a supervisor may send
+  // SIGTERM as soon as the port file (written last) says the server is up.
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
   const int bound = main_server.start();
   std::unique_ptr<HttpServer> metrics_server;
   int metrics_port = 0;
@@ -267,16 +271,14 @@ void run_serve(const ServeFlags& f) {
     metrics_server = std::make_unique<HttpServer>(service, m, latency, counters);
     metrics_port = metrics_server->start();
   }
-  if (!f.port_file.empty()) write_atomically(f.port_file, fmt::format("{}\n", bound));
   LogFields started = {{"mode", snapshot ? "snapshot" : "api"},
                        {"policy", f.policy},
                        {"listen", fmt::format("{}:{}{}", host, bound, main_opts.url_prefix)},
                        {"tls", main_opts.tls_cert_file.empty() ? "off" : "on"}};
   if (metrics_server) started.push_back({"metrics_listen", fmt::format("{}:{}", metrics_host, metrics_port)});
   log_info("serving", started);
+  if (!f.port_file.empty()) write_atomically(f.port_file, fmt::format("{}\n", bound));
 
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
   uint64_t written = service.mutation_count();
   std::string reported_error, group_error;
   std::vector<std::string> reported_notes;
