@@ -33,8 +33,9 @@ demo: configure
 # Every test: the release build's golden (openb), end-to-end, Prometheus, UI
 # and heap tests; the unit tests and the fuzz target under ASan + UBSan; the
 # threaded tests under TSan; then formatting and clang-tidy. The unit tests
-# run once, under the sanitizers (a release copy of them cost a third of the
-# CI time); `make test-fast` runs them in the release build.
+# run once, under the sanitizers (a release copy of them was about 760 CPU-s
+# of compile per clean run, bench/RESULTS.md); `make test-fast` runs them in
+# the release build.
 test: test-release test-asan test-tsan lint
 	@echo "make test: all checks passed"
 
