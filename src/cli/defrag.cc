@@ -215,6 +215,7 @@ nlohmann::json bound_json(const DefragBounds& both) {
     j["binding"][fam.family] = {{"rows", fam.rows}, {"value_gpu_milli", fam.value_milli}};
   j["lagrangian"] = {{"admitted_gpu_milli", lb.bound_milli},
                      {"start_gpu_milli", lb.start_milli},
+                     {"priced_gpu_milli", lb.priced_milli},
                      {"iterations", lb.iterations},
                      {"seconds", lb.seconds},
                      {"gpu_milli_per_extra_move", lb.move_value_milli},
@@ -250,10 +251,11 @@ std::string bound_report(const ClusterState& state, const DefragGoal& goal, cons
     out += fmt::format("bound: the LP was not solved ({:.1f} s)\n", b.seconds);
   }
   out += fmt::format(
-      "bound (Lagrangian, whole pods per GPU): at most {:.0f} GPU milli ({:.2f}%); {:.0f} at the start, {} "
-      "iterations, {:.2f} s; {:.0f} milli per extra move, CPU priced on {} nodes, memory on {}\n",
-      lb.bound_milli, pct(lb.bound_milli), lb.start_milli, lb.iterations, lb.seconds, lb.move_value_milli,
-      lb.cpu_priced_nodes, lb.memory_priced_nodes);
+      "bound (Lagrangian, whole pods per GPU, each node's cores whole): at most {:.0f} GPU milli ({:.2f}%); {:.0f} "
+      "at the start, {:.0f} with CPU priced only, {} iterations, {:.2f} s; {:.0f} milli per extra move, CPU priced on "
+      "{} nodes, memory on {}\n",
+      lb.bound_milli, pct(lb.bound_milli), lb.start_milli, lb.priced_milli, lb.iterations, lb.seconds,
+      lb.move_value_milli, lb.cpu_priced_nodes, lb.memory_priced_nodes);
   const double gained = static_cast<double>(plan.after.admitted_gpu_milli);
   const double bound = both.bound_milli;
   out +=
@@ -512,7 +514,7 @@ void add_defrag_command(CLI::App& app) {
   cmd->add_flag("--no-swaps", flags->no_swaps,
                 "planner: no swaps (two pods trading GPUs, one of them parked: evicted before its target frees)");
   cmd->add_flag("--no-chains", flags->no_chains,
-                "planner: no chains (a pod leaving along up to 4 moves, each into the hole the next one frees; a "
+                "planner: no chains (a pod leaving along up to 6 moves, each into the hole the next one frees; a "
                 "cycle parks its first pod)");
   cmd->add_option("--format", flags->format, "table, json or evictions (Kubernetes List of Eviction)")
       ->capture_default_str();

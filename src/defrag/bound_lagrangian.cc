@@ -17,6 +17,9 @@ namespace {
 
 constexpr double kMilliPerCore = 1000;  // multipliers: per core and per GiB
 constexpr double kMibPerGib = 1024;
+// A node's cores are kept as a constraint only while its table of net
+// cores has at most this many states (else it is priced only).
+constexpr int kMaxCoreStates = 512;
 
 struct PodClass {
   Request request;
@@ -107,6 +110,10 @@ class Model {
       for (size_t k = 0; k < movers_.size(); ++k)
         if (fits_empty_plain(state, NodeId{n}, movers_[k].request))
           nodes_[static_cast<size_t>(n)].movers.push_back(static_cast<int>(k));
+    scratch_.pending.assign(pending_.size(), 0);
+    scratch_.movers.assign(movers_.size(), 0);
+    scratch_.cpu.assign(nodes_.size(), 0);
+    scratch_.memory.assign(nodes_.size(), 0);
   }
 
   LagrangeMultipliers zero() const {
@@ -312,8 +319,194 @@ class Model {
     return total;
   }
 
+ public:
+  // The node's term with its CPU also kept as a constraint, in whole cores
+  // (GPU arrivals' cores rounded down per GPU share, departures' rounded up,
+  // so every plan's node meets it; CPU-only arrivals left out of it, which
+  // only relaxes it). Never above node_value(), equal to it where
+  // node_value()'s own solution fits the node's CPU (a solution of the
+  // larger problem that is feasible here is optimal here).
+  double node_value_cores(size_t n, const LagrangeMultipliers& m, double beta) const {
+    const NodeModel& node = nodes_[n];
+    const double weak = node_value(n, m, beta, &scratch_);
+    if (scratch_.cpu[n] >= -1e-9) return weak;  // its solution fits the node's CPU
+    const double rho = std::max(0.0, m.cpu[n]) / kMilliPerCore;
+    const double sigma = std::max(0.0, m.memory[n]) / kMibPerGib;
+    auto resources = [&](const Request& r) {
+      return rho * static_cast<double>(r.cpu_milli) + sigma * static_cast<double>(r.memory_mib);
+    };
+    auto floor_cores = [](double milli) { return static_cast<int>(std::floor(milli / kMilliPerCore + 1e-9)); };
+    auto ceil_cores = [](double milli) { return static_cast<int>(std::ceil(milli / kMilliPerCore - 1e-9)); };
+    auto leaving_cores = [&](const Departure& d) {
+      return ceil_cores(static_cast<double>(movers_[static_cast<size_t>(d.cls)].request.cpu_milli) / d.share);
+    };
+    const int free_cores = floor_cores(static_cast<double>(node.cpu_free));
+    int dep_cores = 0;
+    for (const auto& deps : node.moves)
+      for (const Departure& d : deps) dep_cores += leaving_cores(d);
+    for (int cls : node.cpu_only) dep_cores += ceil_cores(movers_[static_cast<size_t>(cls)].request.cpu_milli);
+    const int top = free_cores + dep_cores;                               // the most cores GPU arrivals can use
+    if (free_cores < 0 || top + dep_cores > kMaxCoreStates) return weak;  // over-committed: priced only
+
+    double total = rho * static_cast<double>(node.cpu_free) + sigma * static_cast<double>(node.mem_free);
+    constexpr double kNone = -std::numeric_limits<double>::infinity();
+    // GPU arrival items per GPU share, the best per (size, cores).
+    struct Arrival {
+      int units, cores;
+      double value;
+    };
+    std::vector<Arrival> items;
+    auto offer = [&](const PodClass& c, double v) {
+      const Request& r = c.request;
+      if (!r.is_gpu()) {
+        if (v > 0) total += v * arrivals_limit(node, r, c.count);
+        return;
+      }
+      const int units = r.gpu_milli / unit_;
+      const int cores = floor_cores(static_cast<double>(r.cpu_milli) / r.gpu_count);
+      v /= r.gpu_count;
+      if (v <= 0 || cores > top) return;
+      for (Arrival& it : items)
+        if (it.units == units && it.cores == cores) {
+          it.value = std::max(it.value, v);
+          return;
+        }
+      items.push_back({units, cores, v});
+    };
+    for (int cls : node.pending) {
+      const PodClass& c = pending_[static_cast<size_t>(cls)];
+      offer(c, c.value - std::max(0.0, m.pending[static_cast<size_t>(cls)]) - resources(c.request));
+    }
+    for (int cls : node.movers) {
+      const PodClass& c = movers_[static_cast<size_t>(cls)];
+      offer(c, -m.movers[static_cast<size_t>(cls)] - resources(c.request));
+    }
+    // fill[u][a]: the most u free units hold with arrivals of at most a cores.
+    const size_t width = static_cast<size_t>(top) + 1;
+    std::vector<double> fill(static_cast<size_t>(cap_ + 1) * width, 0);
+    auto at = [&](int u, int a) { return static_cast<size_t>(u) * width + static_cast<size_t>(a); };
+    for (int u = 1; u <= cap_; ++u)
+      for (int a = 0; a <= top; ++a) {
+        double best = std::max(fill[at(u - 1, a)], a > 0 ? fill[at(u, a - 1)] : 0.0);
+        for (const Arrival& it : items)
+          if (it.units <= u && it.cores <= a) best = std::max(best, it.value + fill[at(u - it.units, a - it.cores)]);
+        fill[at(u, a)] = best;
+      }
+    // One table per GPU (then per CPU-only movable pod) over the net cores
+    // it uses (arrivals - departures), merged into `run` over the node's net
+    // in [-dep_cores, top].
+    const int lo = -dep_cores;
+    const size_t states = static_cast<size_t>(top - lo) + 1;
+    std::vector<double> run(states, kNone), next(states);
+    run[static_cast<size_t>(-lo)] = 0;
+    auto merge = [&](const std::vector<double>& table, int table_lo) {
+      std::fill(next.begin(), next.end(), kNone);
+      for (size_t i = 0; i < states; ++i) {
+        if (run[i] == kNone) continue;
+        for (size_t j = 0; j < table.size(); ++j) {
+          const long k = static_cast<long>(i) + table_lo + static_cast<long>(j);
+          if (table[j] == kNone || k < 0 || k >= static_cast<long>(states)) continue;
+          next[static_cast<size_t>(k)] = std::max(next[static_cast<size_t>(k)], run[i] + table[j]);
+        }
+      }
+      run.swap(next);
+    };
+    // Per GPU: departures as a 0/1 knapsack over (units, cores) freed, then
+    // the best fill of what is free with the cores its arrivals use.
+    std::vector<double> dep, table;
+    for (size_t gi = 0; gi < node.free_units.size(); ++gi) {
+      const std::vector<Departure>& deps = node.moves[gi];
+      const int free = node.free_units[gi];
+      const int room = cap_ - free;
+      int dcores = 0;
+      for (const Departure& d : deps) dcores += leaving_cores(d);
+      const size_t dw = static_cast<size_t>(dcores) + 1;
+      dep.assign(static_cast<size_t>(room + 1) * dw, kNone);
+      dep[0] = 0;
+      for (const Departure& d : deps) {
+        const double v =
+            (m.movers[static_cast<size_t>(d.cls)] - beta + resources(movers_[static_cast<size_t>(d.cls)].request)) /
+            d.share;
+        const int c = leaving_cores(d);
+        for (int f = room - d.units; f >= 0; --f)
+          for (int k = dcores - c; k >= 0; --k) {
+            const double from = dep[static_cast<size_t>(f) * dw + static_cast<size_t>(k)];
+            double& to = dep[static_cast<size_t>(f + d.units) * dw + static_cast<size_t>(k + c)];
+            if (from != kNone) to = std::max(to, from + v);
+          }
+      }
+      table.assign(static_cast<size_t>(top + dcores) + 1, kNone);  // net = a - k in [-dcores, top]
+      for (int f = 0; f <= room; ++f)
+        for (int k = 0; k <= dcores; ++k) {
+          const double dv = dep[static_cast<size_t>(f) * dw + static_cast<size_t>(k)];
+          if (dv == kNone) continue;
+          for (int a = 0; a <= top; ++a) {
+            double& t = table[static_cast<size_t>(a - k + dcores)];
+            t = std::max(t, dv + fill[at(free + f, a)]);
+          }
+        }
+      merge(table, -dcores);
+    }
+    for (int cls : node.cpu_only) {
+      const Request& r = movers_[static_cast<size_t>(cls)].request;
+      const int c = ceil_cores(r.cpu_milli);
+      table.assign(static_cast<size_t>(c) + 1, kNone);
+      table[static_cast<size_t>(c)] = 0;                                    // stays: net 0
+      table[0] = m.movers[static_cast<size_t>(cls)] - beta + resources(r);  // leaves: net -c
+      merge(table, -c);
+    }
+    // Every pod staying and nothing arriving (net 0) always fits.
+    double best = kNone;
+    for (int net = lo; net <= std::min(free_cores, top); ++net)
+      best = std::max(best, run[static_cast<size_t>(net - lo)]);
+    return std::min(weak, total + best);
+  }
+
+  // The Lagrangian's value with node_value_cores() per node.
+  double value_cores(const LagrangeMultipliers& m) const {
+    const double beta = max_moves_ >= 0 ? std::max(0.0, m.move) : 0.0;
+    long double total = beta * std::max(max_moves_, 0);
+    for (size_t k = 0; k < pending_.size(); ++k) total += std::max(0.0, m.pending[k]) * pending_[k].count;
+    for (size_t n = 0; n < nodes_.size(); ++n) total += node_value_cores(n, m, beta);
+    return static_cast<double>(total);
+  }
+
+  // Lowers `m`'s CPU and memory prices node by node to the fractions of
+  // them (0 to 1.5x) where value_cores() is lowest (a node's term depends on
+  // its own prices only); returns value_cores() there.
+  double polish_cores(LagrangeMultipliers& m) const {
+    const double beta = max_moves_ >= 0 ? std::max(0.0, m.move) : 0.0;
+    long double total = beta * std::max(max_moves_, 0);
+    for (size_t k = 0; k < pending_.size(); ++k) total += std::max(0.0, m.pending[k]) * pending_[k].count;
+    LagrangeMultipliers trial = m;
+    for (size_t n = 0; n < nodes_.size(); ++n) {
+      double best = node_value_cores(n, m, beta);
+      const double cpu = m.cpu[n], memory = m.memory[n];
+      for (double fc : {0.0, 0.25, 0.5, 1.0, 1.5})
+        for (double fm : {0.0, 0.5, 1.0}) {
+          trial.cpu[n] = fc * cpu;
+          trial.memory[n] = fm * memory;
+          const double v = node_value_cores(n, trial, beta);
+          if (v < best) best = v, m.cpu[n] = trial.cpu[n], m.memory[n] = trial.memory[n];
+        }
+      trial.cpu[n] = m.cpu[n];
+      trial.memory[n] = m.memory[n];
+      total += best;
+    }
+    return static_cast<double>(total);
+  }
+
+ private:
+  double arrivals_limit(const NodeModel& node, const Request& r, int supply) const {
+    double limit = supply;
+    if (r.cpu_milli > 0) limit = std::min(limit, std::floor(static_cast<double>(node.cpu_total / r.cpu_milli)));
+    if (r.memory_mib > 0) limit = std::min(limit, std::floor(static_cast<double>(node.mem_total / r.memory_mib)));
+    return limit;
+  }
+
   int max_moves_;
   int unit_ = 1, cap_ = 1;
+  mutable Gradient scratch_;  // node_value_cores()'s look at node_value()'s solution
   std::vector<PodClass> pending_, movers_;
   std::vector<NodeModel> nodes_;
 };
@@ -342,7 +535,7 @@ double lagrangian_value(const ClusterState& state, const DefragGoal& goal, const
                         const PodMoveInfos& infos, const LagrangeMultipliers& multipliers) {
   const Model model(state, goal, budget, infos);
   model.check(multipliers);
-  return model.value(multipliers, nullptr);
+  return model.value_cores(multipliers);
 }
 
 LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
@@ -362,45 +555,54 @@ LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& go
   out.multipliers = m;
   out.bound_milli = model.value(m, nullptr);
   out.start_milli = out.bound_milli;
-  // Projected subgradient with Polyak steps; theta halves after a run of
-  // steps without a new best.
-  double theta = 1.0;
-  int stale = 0;
-  for (int it = 0; it < options.iterations; ++it) {
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.time_limit_s) break;
-    const double v = model.value(m, &g);
-    ++out.iterations;
-    if (v < out.bound_milli) {
-      out.bound_milli = v;
-      out.multipliers = m;
-      stale = 0;
-    } else if (++stale >= 40) {
-      theta /= 2;
-      stale = 0;
-      m = out.multipliers;
-      if (theta < 1e-4) break;
-      continue;  // the next step starts from the best prices, with their own subgradient
-    }
-    double norm = g.move * g.move * (model.max_moves() >= 0);
-    for (double x : g.pending) norm += x * x;
-    for (double x : g.movers) norm += x * x;
-    for (double x : g.cpu) norm += x * x;
-    for (double x : g.memory) norm += x * x;
-    const double gap = v - options.known_milli;
-    if (norm <= 1e-12 || gap <= 1e-9) break;  // optimal: the bound meets a known plan
-    const double step = theta * gap / norm;
-    auto descend = [&](std::vector<double>& x, const std::vector<double>& d, bool nonnegative) {
-      for (size_t i = 0; i < x.size(); ++i) {
-        x[i] -= step * d[i];
-        if (nonnegative) x[i] = std::max(0.0, x[i]);
+  // Projected subgradient with Polyak steps; theta halves after a run of 40
+  // steps without a new best. One pass per target, each from the best
+  // prices so far.
+  for (double fraction : options.target_fractions) {
+    if (out.bound_milli <= options.known_milli + 1e-9) break;  // meets a known plan: optimal
+    const double target = fraction * options.known_milli;
+    m = out.multipliers;
+    double theta = 1.0;
+    int stale = 0;
+    for (int it = 0; it < options.iterations; ++it) {
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > options.time_limit_s) break;
+      const double v = model.value(m, &g);
+      ++out.iterations;
+      if (v < out.bound_milli) {
+        out.bound_milli = v;
+        out.multipliers = m;
+        stale = 0;
+      } else if (++stale >= 40) {
+        theta /= 2;
+        stale = 0;
+        m = out.multipliers;
+        if (theta < 1e-4) break;
+        continue;  // the next step starts from the best prices, with their own subgradient
       }
-    };
-    descend(m.pending, g.pending, true);
-    descend(m.movers, g.movers, false);
-    descend(m.cpu, g.cpu, true);
-    descend(m.memory, g.memory, true);
-    if (model.max_moves() >= 0) m.move = std::max(0.0, m.move - step * g.move);
+      double norm = g.move * g.move * (model.max_moves() >= 0);
+      for (double x : g.pending) norm += x * x;
+      for (double x : g.movers) norm += x * x;
+      for (double x : g.cpu) norm += x * x;
+      for (double x : g.memory) norm += x * x;
+      const double gap = v - target;
+      if (norm <= 1e-12 || gap <= 1e-9) break;
+      const double step = theta * gap / norm;
+      auto descend = [&](std::vector<double>& x, const std::vector<double>& d, bool nonnegative) {
+        for (size_t i = 0; i < x.size(); ++i) {
+          x[i] -= step * d[i];
+          if (nonnegative) x[i] = std::max(0.0, x[i]);
+        }
+      };
+      descend(m.pending, g.pending, true);
+      descend(m.movers, g.movers, false);
+      descend(m.cpu, g.cpu, true);
+      descend(m.memory, g.memory, true);
+      if (model.max_moves() >= 0) m.move = std::max(0.0, m.move - step * g.move);
+    }
   }
+  out.priced_milli = out.bound_milli;
+  // Then each node's cores kept as a constraint, its prices polished.
+  out.bound_milli = model.polish_cores(out.multipliers);
   out.move_value_milli = model.max_moves() >= 0 ? out.multipliers.move : 0;
   for (double x : out.multipliers.cpu) out.cpu_priced_nodes += x > 1e-9;
   for (double x : out.multipliers.memory) out.memory_priced_nodes += x > 1e-9;

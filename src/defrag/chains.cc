@@ -93,9 +93,9 @@ class ChainSearch {
 
   // Finds and applies one chain of at most `max_length` moves that admits
   // `p`, shortest first; appends its steps.
-  bool admit(const PendingPod& p, int max_length, std::vector<PlanStep>& steps) {
+  bool admit(const PendingPod& p, int min_length, int max_length, std::vector<PlanStep>& steps) {
     const std::vector<Start> from = starts(p.request);
-    for (int length = 2; length <= max_length; ++length) {
+    for (int length = std::max(min_length, 2); length <= max_length; ++length) {
       if (budget_.max_moves >= 0 && use.moves + length > budget_.max_moves) return false;
       if (admit_with(p, from, length, steps)) return true;
       if (out_of_time()) return false;
@@ -318,12 +318,12 @@ class ChainSearch {
 }  // namespace
 
 DefragPlan plan_chains(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
-                       const PodMoveInfos& infos, int max_length, double time_limit_s) {
+                       const PodMoveInfos& infos, int max_length, double time_limit_s, int min_length) {
   const auto start = Clock::now();
   DefragPlan plan;
   plan.algorithm = "chains";
   plan.goal = goal.kind;
-  if (goal.kind == GoalKind::kAdmitPending && !goal.gang && max_length >= 2) {
+  if (goal.kind == GoalKind::kAdmitPending && !goal.gang && max_length >= std::max(min_length, 2)) {
     ClusterState work = state;
     work.commit();
     const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
@@ -338,11 +338,11 @@ DefragPlan plan_chains(const ClusterState& state, const DefragGoal& goal, const 
     });
     std::set<ShapeKey> failed;  // shapes with no chain (not retried)
     for (const PendingPod* p : order) {
-      if (budget.max_moves >= 0 && search.use.moves + 2 > budget.max_moves) break;
+      if (budget.max_moves >= 0 && search.use.moves + std::max(min_length, 2) > budget.max_moves) break;
       if (search.out_of_time()) break;
       const ShapeKey shape = shape_key(p->request);
       if (failed.count(shape)) continue;
-      if (!search.admit(*p, max_length, plan.steps)) {
+      if (!search.admit(*p, min_length, max_length, plan.steps)) {
         failed.insert(shape);
         continue;
       }

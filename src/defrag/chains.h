@@ -18,8 +18,11 @@
 //
 // Contract:
 // - plan_chains() admits pending pods of goal admit (not gangs), each by one
-//   chain or cycle of 2 to `max_length` moves (shortest first), then "admit
-//   p". A chain runs its last link first, so each plain move fits when it
+//   chain or cycle of 2 to `max_length` moves, then "admit p". The search
+//   deepens from `min_length` (at least 2) moves: a search of depth L finds
+//   chains of at most L moves, and starts only with L moves left in the
+//   budget. (The planner's second pass, depths 5 and 6, runs after the
+//   first, depths 2 to 4, for what that one left.) A chain runs its last link first, so each plain move fits when it
 //   runs; a cycle parks `a` (defrag/plan.h), moves the others last first and
 //   lands `a`. Pending pods are taken largest GPU share first; single-GPU
 //   plain pending pods and single-GPU plain movable pods on nodes without a
@@ -53,6 +56,6 @@
 namespace gpupack {
 
 DefragPlan plan_chains(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
-                       const PodMoveInfos& infos, int max_length = 4, double time_limit_s = 0);
+                       const PodMoveInfos& infos, int max_length = 4, double time_limit_s = 0, int min_length = 2);
 
 }  // namespace gpupack

@@ -65,6 +65,10 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
                                      const PodMoveInfos& i) {
            return plan_chains(s, g, b, i, 4, planner.time_limit_s);
          };
+         const ReplanFn long_chains = [&](const ClusterState& s, const DefragGoal& g, const DefragBudget& b,
+                                          const PodMoveInfos& i) {
+           return plan_chains(s, g, b, i, 6, planner.time_limit_s, 5);
+         };
          const bool swapping = planner.swaps && planner.refine && budget.max_moves >= 0 &&
                                goal.kind == GoalKind::kAdmitPending && !goal.gang;
          // The whole pipeline for one move cap.
@@ -89,8 +93,10 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
            best.plan_seconds = seconds;
            if (!planner.chains) return std::move(best);
            // Then chains and cycles of up to 4 moves with the moves left
-           // (holes under the smallest pending share merged three at a time).
-           return refine_plan(state, std::move(best), goal, cap, infos, chains, 8, " + chains");
+           // (holes under the smallest pending share merged three at a time),
+           // then of 5 and 6 moves for what those left.
+           DefragPlan chained = refine_plan(state, std::move(best), goal, cap, infos, chains, 8, " + chains");
+           return refine_plan(state, std::move(chained), goal, cap, infos, long_chains, 8, " + long chains");
          };
          DefragPlan plan = full(budget);
          // Under a value rule, the greedy's plan (fewest moves per admission,

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <tuple>
@@ -40,7 +41,8 @@ TEST(DefragLagrangianBound, AnyMultipliersBoundTheExactOptimum) {
   int compared = 0, below_lp = 0, unlimited = 0;
   Rng rng(7);
   for (uint64_t seed = 400; seed < 440; ++seed) {
-    auto c = make_random_cluster(seed, 3, 4, 40, 3, seed % 2 == 0, 24000);
+    // Every third cluster with few cores per node, where CPU binds.
+    auto c = make_random_cluster(seed, 3, 4, 40, 3, seed % 2 == 0, seed % 3 == 0 ? 9000 : 24000);
     if (c.pending.empty()) continue;
     DefragGoal goal;
     goal.pending = c.pending;
@@ -73,9 +75,10 @@ TEST(DefragLagrangianBound, AnyMultipliersBoundTheExactOptimum) {
 
 // The Lagrangian by brute force, as the header defines it, for GPU pods
 // only: per GPU every subset of movable pods leaving and every multiset of
-// pending or arriving shares in the room left. Classes in request order.
+// pending or arriving shares in the room left; with `cores`, each node's
+// GPUs together within its free cores. Classes in request order.
 double brute_force_value(const ClusterState& s, const DefragGoal& goal, const DefragBudget& budget,
-                         const PodMoveInfos& infos, const LagrangeMultipliers& m) {
+                         const PodMoveInfos& infos, const LagrangeMultipliers& m, bool cores) {
   auto key = [](const Request& r) { return request_class(r); };
   std::map<RequestClass, std::pair<Request, int>> pending, movers;
   for (const PendingPod& p : goal.pending) ++pending.try_emplace(key(p.request), p.request, 0).first->second.second;
@@ -103,6 +106,13 @@ double brute_force_value(const ClusterState& s, const DefragGoal& goal, const De
     for (const auto& [kk, c] : movers)
       items.push_back(
           {c.first.gpu_milli, (-m.movers[position(movers, c.first, key)] - use(c.first)) / c.first.gpu_count});
+    std::vector<int> item_cores;
+    for (const auto& [kk, c] : pending)
+      item_cores.push_back(
+          static_cast<int>(std::floor(static_cast<double>(c.first.cpu_milli) / c.first.gpu_count / 1000 + 1e-9)));
+    for (const auto& [kk, c] : movers)
+      item_cores.push_back(
+          static_cast<int>(std::floor(static_cast<double>(c.first.cpu_milli) / c.first.gpu_count / 1000 + 1e-9)));
     std::function<double(size_t, int)> fill = [&](size_t i, int room) {
       if (i == items.size()) return 0.0;
       double best = fill(i + 1, room);
@@ -110,25 +120,60 @@ double brute_force_value(const ClusterState& s, const DefragGoal& goal, const De
         best = std::max(best, taken * items[i].second + fill(i + 1, room - taken * items[i].first));
       return best;
     };
+    // Per GPU, every (value, cores arriving, cores leaving) it can take;
+    // then the node's best with arrivals - departures within its free
+    // cores (arrivals rounded down per GPU share, departures up), when
+    // `cores`, else the best per GPU.
+    auto down = [](double milli) { return static_cast<int>(std::floor(milli / 1000 + 1e-9)); };
+    auto up = [](double milli) { return static_cast<int>(std::ceil(milli / 1000 - 1e-9)); };
+    struct Option {
+      double value;
+      int net_cores;
+    };
+    std::vector<std::vector<Option>> per_gpu;
+    std::function<void(size_t, int, double, int, std::vector<Option>&)> fills = [&](size_t i, int room, double v,
+                                                                                    int cores,
+                                                                                    std::vector<Option>& out) {
+      if (i == items.size()) {
+        out.push_back({v, cores});
+        return;
+      }
+      for (int taken = 0; taken * items[i].first <= room; ++taken)
+        fills(i + 1, room - taken * items[i].first, v + taken * items[i].second, cores + taken * item_cores[i], out);
+    };
     for (int g = 0; g < s.gpu_count(node); ++g) {
       std::vector<PodId> here;
       for (PodId p : s.bound_pods())
         if (s.assignment(p).node == node && (s.assignment(p).gpu_mask >> g) & 1u && !move_info(infos, p).immovable)
           here.push_back(p);
       double best = -1e18;
+      std::vector<Option> options;
       for (uint32_t subset = 0; subset < (1u << here.size()); ++subset) {
         int room = s.gpu_free_milli(node)[g];
         double v = 0;
+        int leaving = 0;
         for (size_t i = 0; i < here.size(); ++i) {
           if (!((subset >> i) & 1u)) continue;
           const Request& r = s.request(here[i]);
           room += s.assignment(here[i]).gpu_milli;
           v += (m.movers[position(movers, r, key)] - m.move + use(r)) / r.gpu_count;
+          leaving += up(static_cast<double>(r.cpu_milli) / r.gpu_count);
         }
         best = std::max(best, v + fill(0, room));
+        if (cores) fills(0, room, v, -leaving, options);
       }
-      total += best;
+      if (!cores) total += best;
+      per_gpu.push_back(std::move(options));
     }
+    if (!cores) continue;
+    const int free_cores = down(static_cast<double>(s.cpu_free_milli(node)));
+    std::function<double(size_t, int)> node_best = [&](size_t g, int net) {
+      if (g == per_gpu.size()) return net <= free_cores ? 0.0 : -1e18;
+      double best = -1e18;
+      for (const Option& o : per_gpu[g]) best = std::max(best, o.value + node_best(g + 1, net + o.net_cores));
+      return best;
+    };
+    total += node_best(0, 0);
   }
   return total;
 }
@@ -136,8 +181,10 @@ double brute_force_value(const ClusterState& s, const DefragGoal& goal, const De
 TEST(DefragLagrangianBound, EachSubproblemIsSolvedExactly) {
   Rng rng(11);
   const int32_t shares[] = {300, 400, 500, 700, 1000};
+  int cut = 0;
   for (uint64_t seed = 0; seed < 60; ++seed) {
-    ClusterState s(nodes(2, 2, 16000));
+    // Every other cluster with 4 to 7 cores per node, where cores bind.
+    ClusterState s(nodes(2, 2, seed % 2 == 0 ? 16000 : 4000 + 1000 * static_cast<int64_t>(rng.below(4))));
     PodMoveInfos infos;
     int id = 0;
     for (int n = 0; n < 2; ++n)
@@ -163,9 +210,35 @@ TEST(DefragLagrangianBound, EachSubproblemIsSolvedExactly) {
     options.iterations = 1;
     LagrangeMultipliers m = lagrangian_bound(s, goal, budget, infos, options).multipliers;
     randomize(m, rng, {1200, 1200, 200, 100, 400});
-    EXPECT_NEAR(lagrangian_value(s, goal, budget, infos, m), brute_force_value(s, goal, budget, infos, m), 1e-6)
-        << "seed " << seed;
+    const double with_cores = brute_force_value(s, goal, budget, infos, m, true);
+    EXPECT_NEAR(lagrangian_value(s, goal, budget, infos, m), with_cores, 1e-6) << "seed " << seed;
+    const double priced = brute_force_value(s, goal, budget, infos, m, false);
+    EXPECT_LE(with_cores, priced + 1e-6) << "seed " << seed;
+    cut += with_cores < priced - 1e-6;
   }
+  EXPECT_GE(cut, 3);  // not vacuous: the cores bind somewhere
+}
+
+// A node with one core free and a 500 milli hole; the pending pod asks 500
+// milli and 4 cores; nothing may move. Priced only, the bound counts a
+// quarter of the pod (125 milli); with the node's cores kept whole, none.
+TEST(DefragLagrangianBound, KeepsANodesCoresWhole) {
+  ClusterState s(nodes(1, 1, 4000));
+  PodMoveInfos infos(2);
+  ASSERT_TRUE(s.bind(PodId{0}, shared(500, 3000), {NodeId{0}, 1u, 500}).is_ok());
+  infos[0].immovable = true;
+  DefragGoal goal;
+  goal.pending = {{PodId{1}, shared(500, 4000)}};
+  DefragBudget budget;
+  budget.max_moves = 5;
+  const DefragBound lp = defrag_bound(s, goal, budget, infos);
+  ASSERT_TRUE(lp.solved);
+  LagrangianOptions options;
+  options.start = &lp;
+  const LagrangianBound b = lagrangian_bound(s, goal, budget, infos, options);
+  EXPECT_NEAR(b.priced_milli, 125, 1);
+  EXPECT_NEAR(b.bound_milli, 0, 1e-6);
+  EXPECT_NEAR(lagrangian_value(s, goal, budget, infos, b.multipliers), b.bound_milli, 1e-6);
 }
 
 TEST(DefragLagrangianBound, SeesThatSliversHoldNoWholePod) {

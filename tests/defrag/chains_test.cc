@@ -71,6 +71,13 @@ TEST(Chains, ThreePodsInACycleAdmitWhatNoSwapCan) {
   EXPECT_TRUE(plan_chains(c.state, c.goal, budget, c.infos).steps.empty());
   budget.max_moves = 6;
   EXPECT_TRUE(plan_chains(c.state, c.goal, budget, c.infos, 2).steps.empty());
+  // Searched from depth 4 (at most 4 moves) it is found the same; a search
+  // from depth 4 does not start with 3 moves left.
+  EXPECT_EQ(plan_chains(c.state, c.goal, budget, c.infos, 6, 0, 4).use.moves, 3);
+  budget.max_moves = 3;
+  EXPECT_EQ(plan_chains(c.state, c.goal, budget, c.infos, 6, 0, 3).use.moves, 3);
+  EXPECT_TRUE(plan_chains(c.state, c.goal, budget, c.infos, 6, 0, 4).steps.empty());
+  budget.max_moves = 6;
   // The planner finds it, and without chains it cannot.
   auto policy = make_policy("bestfit", {});
   EXPECT_EQ(plan_by_method("planner", c.state, c.goal, budget, c.infos, *policy, {}).after.admitted_gpu_milli, 500);

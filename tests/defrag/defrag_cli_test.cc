@@ -131,12 +131,13 @@ TEST(DefragCli, BoundIsPrintedBesideThePlanAndNeverBelowIt) {
   const double lp = b["admitted_gpu_milli"].get<double>();
   const double lagrangian = b["lagrangian"]["admitted_gpu_milli"].get<double>();
   EXPECT_GE(lagrangian + 1e-6, admitted);
+  EXPECT_GE(b["lagrangian"]["priced_gpu_milli"].get<double>() + 1e-6, lagrangian);  // the cores only lower it
   EXPECT_GE(lp + 1e-6, admitted);
   EXPECT_NEAR(b["certified_gpu_milli"].get<double>(), lp, 1e-6 * std::max(1.0, lp));
   EXPECT_NEAR(b["bound_gpu_milli"].get<double>(), std::min(lp, lagrangian), 1e-6 * std::max(1.0, lp));
   const RunResult table = run_gpupack("defrag --state " + out + "/state.json --max-moves-pct 5 --bound");
   ASSERT_EQ(table.exit_code, 0) << table.output;
-  EXPECT_THAT(table.output, HasSubstr("bound (Lagrangian, whole pods per GPU): at most"));
+  EXPECT_THAT(table.output, HasSubstr("bound (Lagrangian, whole pods per GPU, each node's cores whole): at most"));
   EXPECT_THAT(table.output, HasSubstr("the smaller of the two; the plan admits"));
   EXPECT_THAT(table.output, HasSubstr("bound without cpu:"));
   const RunResult other = run_gpupack("defrag --state " + out + "/state.json --goal free-gpus --bound");
