@@ -92,7 +92,8 @@ class ChainSearch {
   }
 
   // Finds and applies one chain of at most `max_length` moves that admits
-  // `p`, shortest first; appends its steps.
+  // `p`, searching depths from `min_length` up (shortest first within a
+  // depth); appends its steps.
   bool admit(const PendingPod& p, int min_length, int max_length, std::vector<PlanStep>& steps) {
     const std::vector<Start> from = starts(p.request);
     for (int length = std::max(min_length, 2); length <= max_length; ++length) {
