@@ -142,11 +142,9 @@ class Model {
       g->memory.assign(nodes_.size(), 0);
       g->move = max_moves_ >= 0 ? max_moves_ : 0;
     }
-    for (size_t k = 0; k < pending_.size(); ++k) {
-      total += std::max(0.0, m.pending[k]) * pending_[k].count;
-      if (g) g->pending[k] = pending_[k].count;
-    }
-    total += beta * std::max(max_moves_, 0);
+    if (g)
+      for (size_t k = 0; k < pending_.size(); ++k) g->pending[k] = pending_[k].count;
+    total += shared_terms(m, beta);
     for (size_t n = 0; n < nodes_.size(); ++n) total += node_value(n, m, beta, g);
     return static_cast<double>(total);
   }
@@ -204,12 +202,6 @@ class Model {
       total += v;
       if (g) depart(cls, 1);
     }
-    auto arrivals_limit = [&](const Request& r, int supply) {
-      double limit = supply;
-      if (r.cpu_milli > 0) limit = std::min(limit, std::floor(static_cast<double>(node.cpu_total / r.cpu_milli)));
-      if (r.memory_mib > 0) limit = std::min(limit, std::floor(static_cast<double>(node.mem_total / r.memory_mib)));
-      return limit;
-    };
 
     // The best item of each size (GPU shares), then the knapsack over sizes.
     std::vector<Item> best(static_cast<size_t>(cap_) + 1);
@@ -218,7 +210,7 @@ class Model {
       const double v = c.value - std::max(0.0, m.pending[static_cast<size_t>(cls)]) - resources(c.request);
       if (!c.request.is_gpu()) {
         if (v > 0) {
-          const double count = arrivals_limit(c.request, c.count);
+          const double count = arrivals_limit(node, c.request, c.count);
           total += v * count;
           if (g) admit(cls, count);
         }
@@ -232,7 +224,7 @@ class Model {
       const double v = -m.movers[static_cast<size_t>(cls)] - resources(c.request);
       if (!c.request.is_gpu()) {
         if (v > 0) {
-          const double count = arrivals_limit(c.request, c.count);
+          const double count = arrivals_limit(node, c.request, c.count);
           total += v * count;
           if (g) arrive(cls, count);
         }
@@ -319,7 +311,6 @@ class Model {
     return total;
   }
 
- public:
   // The node's term with its CPU also kept as a constraint, in whole cores
   // (GPU arrivals' cores rounded down per GPU share, departures' rounded up,
   // so every plan's node meets it; CPU-only arrivals left out of it, which
@@ -346,7 +337,7 @@ class Model {
       for (const Departure& d : deps) dep_cores += leaving_cores(d);
     for (int cls : node.cpu_only) dep_cores += ceil_cores(movers_[static_cast<size_t>(cls)].request.cpu_milli);
     const int top = free_cores + dep_cores;                               // the most cores GPU arrivals can use
-    if (free_cores < 0 || top + dep_cores > kMaxCoreStates) return weak;  // over-committed: priced only
+    if (free_cores < 0 || top + dep_cores > kMaxCoreStates) return weak;  // over-committed or too large
 
     double total = rho * static_cast<double>(node.cpu_free) + sigma * static_cast<double>(node.mem_free);
     constexpr double kNone = -std::numeric_limits<double>::infinity();
@@ -462,11 +453,11 @@ class Model {
     return std::min(weak, total + best);
   }
 
+ public:
   // The Lagrangian's value with node_value_cores() per node.
   double value_cores(const LagrangeMultipliers& m) const {
     const double beta = max_moves_ >= 0 ? std::max(0.0, m.move) : 0.0;
-    long double total = beta * std::max(max_moves_, 0);
-    for (size_t k = 0; k < pending_.size(); ++k) total += std::max(0.0, m.pending[k]) * pending_[k].count;
+    long double total = shared_terms(m, beta);
     for (size_t n = 0; n < nodes_.size(); ++n) total += node_value_cores(n, m, beta);
     return static_cast<double>(total);
   }
@@ -476,8 +467,7 @@ class Model {
   // its own prices only); returns value_cores() there.
   double polish_cores(LagrangeMultipliers& m) const {
     const double beta = max_moves_ >= 0 ? std::max(0.0, m.move) : 0.0;
-    long double total = beta * std::max(max_moves_, 0);
-    for (size_t k = 0; k < pending_.size(); ++k) total += std::max(0.0, m.pending[k]) * pending_[k].count;
+    long double total = shared_terms(m, beta);
     LagrangeMultipliers trial = m;
     for (size_t n = 0; n < nodes_.size(); ++n) {
       double best = node_value_cores(n, m, beta);
@@ -497,6 +487,14 @@ class Model {
   }
 
  private:
+  // The terms outside the nodes: the pending supply and the move budget, priced.
+  long double shared_terms(const LagrangeMultipliers& m, double beta) const {
+    long double total = beta * std::max(max_moves_, 0);
+    for (size_t k = 0; k < pending_.size(); ++k) total += std::max(0.0, m.pending[k]) * pending_[k].count;
+    return total;
+  }
+
+  // Arrivals of a CPU-only class on a node: its supply, or what the node holds when empty.
   double arrivals_limit(const NodeModel& node, const Request& r, int supply) const {
     double limit = supply;
     if (r.cpu_milli > 0) limit = std::min(limit, std::floor(static_cast<double>(node.cpu_total / r.cpu_milli)));

@@ -20,8 +20,8 @@
 //   node frees, a table over the node's net cores picks the best one that
 //   fits. Priced only, a node with 1 core free and holes for pods of 4 cores
 //   counts a quarter of a pod per hole; kept, none. (openb seed 42: the
-//   bound with no move allowed falls from 15,011 to 4,017 milli, at 1% of
-//   pods moved from 48,576 to 45,541, at 5% by 0.2%.) Nodes whose table
+//   bound with no move allowed falls from 14,726 to 3,846 milli, at 1% of
+//   pods moved from 48,184 to 45,213, at 5% by 0.2%: bench/RESULTS.md.) Nodes whose table
 //   would pass 512 states stay priced only. For any multipliers the result
 //   is an upper bound on the admitted GPU milli of every plan, in any order
 //   of moves (weak duality), so lagrangian_value() of the multipliers is a
