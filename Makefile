@@ -51,7 +51,7 @@ test-asan: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
 test-tsan: deps
-	@cmake -S . -B $(TSAN_DIR) $(SAN_FLAGS) -DGPUPACK_SANITIZE=thread > /dev/null
+	@CXX=clang++ cmake -S . -B $(TSAN_DIR) $(SAN_FLAGS) -DGPUPACK_SANITIZE=thread > /dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS)
 	@cd $(TSAN_DIR) && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -j $(JOBS)
 

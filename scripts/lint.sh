@@ -31,14 +31,19 @@ case "${1:-}" in
       CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS=-O1 \
         -DGPUPACK_BUILD_BENCH=OFF > /dev/null
     fi
+    # The build's commands without its precompiled headers: given one,
+    # clang-tidy's matchers walk every declaration in it (a third slower).
+    db="$(mktemp -d)"
+    sed -E 's# -Xclang -include-pch -Xclang [^ ]+ -Xclang -include -Xclang [^ ]+##g' \
+      "$dir/compile_commands.json" > "$db/compile_commands.json"
     log="$(mktemp)"
     if ! find src -name '*.cc' | sort |
-        xargs -P "$(nproc)" -n 4 clang-tidy -p "$dir" --quiet > "$log" 2>&1; then
+        xargs -P "$(nproc)" -n 4 clang-tidy -p "$db" --quiet > "$log" 2>&1; then
       grep -E "error:|warning:" -A 3 "$log" | head -100 >&2
       echo "lint: clang-tidy found problems (full log: $log)" >&2
       exit 1
     fi
-    rm -f "$log"
+    rm -rf "$log" "$db"
     echo "lint: clang-tidy ok ($(find src -name '*.cc' | wc -l) files)"
     ;;
   *)

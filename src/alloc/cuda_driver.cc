@@ -48,7 +48,7 @@ namespace {
 template <typename Fn>
 bool bind(void* lib, Fn& out, const char* name, bool has_v2) {
   void* sym = nullptr;
-  if (has_v2) sym = dlsym(lib, (std::string(name) + "_v2").c_str());
+  if (has_v2) sym = dlsym(lib, fmt::format("{}_v2", name).c_str());
   if (sym == nullptr) sym = dlsym(lib, name);
   out = reinterpret_cast<Fn>(sym);
   return sym != nullptr;
