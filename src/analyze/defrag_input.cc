@@ -100,8 +100,10 @@ DefragReport plan_admission(const std::vector<K8sNode>& nodes, const std::vector
   DefragBudget budget;
   budget.max_moves = std::max(1, static_cast<int>(max_moves_pct / 100.0 * snap.state.bound_pod_count() + 1e-9));
   budget.max_unavailable = snap.max_unavailable;
+  PlannerOptions opt;
+  opt.threads = 2;  // the plan is the same on one thread
   auto policy = make_policy("bestfit", {42, goal.target});
-  const DefragPlan plan = plan_by_method("planner", snap.state, goal, budget, snap.infos, *policy, {});
+  const DefragPlan plan = plan_by_method("planner", snap.state, goal, budget, snap.infos, *policy, {}, opt);
   r.available = true;
   r.plan = plan_to_json(plan, snap.state, snap.infos);
   r.text = fmt::format("(at most {} moves: {}% of {} running pods)\n", budget.max_moves, max_moves_pct,

@@ -45,6 +45,7 @@ struct DefragFlags {
   double max_cost = -1;
   double frag_below = -1;  // -1 = not given
   double time_limit = 0;
+  int threads = 2;
   bool no_refine = false;
   bool no_swaps = false;
   bool no_chains = false;
@@ -331,6 +332,7 @@ int plan_round(const DefragFlags& f, int moves_cap, const TriggerOptions* trigge
   opt.chains = !f.no_chains;
   opt.max_moves_per_gpu = f.max_moves_per_gpu;
   opt.local_search = !f.no_local_search;
+  opt.threads = f.threads;
   auto policy = make_policy(f.policy, {42, goal.target});
   const DefragPlan plan = plan_by_method(f.method, snap.state, goal, budget, snap.infos, *policy, {}, opt);
   if (f.apply) {
@@ -505,6 +507,10 @@ void add_defrag_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--time-limit", flags->time_limit, "stop the planner's search after this many seconds (0 = none)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", flags->threads,
+                  "planner: threads for its two independent searches (1 or 2; the plan is the same either way)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 2));
   cmd->add_flag("--bound", flags->bound,
                 "with --goal admit: also print the LP bound on what any plan could admit, and the bound with each "
                 "constraint family dropped");

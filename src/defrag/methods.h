@@ -15,8 +15,10 @@
 // plan_defrag()'s alone, and its own for the cap the rule allows for what
 // its plan admits) and keeps the one that admits the most GPU milli (fewer
 // moves on ties). It does not change `state`;
-// apply the plan with apply_plan(). An unknown name throws
-// std::invalid_argument listing the known ones.
+// apply the plan with apply_plan(). The plan's plan_seconds is the method's
+// wall time. With `planner.threads` > 1 "planner" runs its two pipelines on
+// two threads (`policy` is used on the calling thread only); the plan is the
+// same. An unknown name throws std::invalid_argument listing the known ones.
 #pragma once
 
 #include <functional>

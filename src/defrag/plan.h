@@ -19,8 +19,9 @@
 //   breaks (empty = valid): a step's `from` must be the pod's assignment at
 //   that point, no step over-allocates, no immovable pod moves, admitted pods
 //   are pending and unbound, the budget (moves, moved GPU milli, cost,
-//   group max-unavailable) holds, recorded measures match, and the state's
-//   invariants hold after every step. O(steps x (nodes + pods)).
+//   group max-unavailable) holds, recorded measures match after every step,
+//   and the state's invariants hold after the plan. O(nodes + pods + steps)
+//   (each step's measures are updated on the two nodes it touches).
 #pragma once
 
 #include <string>

@@ -65,6 +65,10 @@ struct PlannerOptions {
   // plan_by_method(), any method, goal admit without gang: at most this many
   // moves per GPU admitted (defrag/refine.h trim_to_value; -1 = no limit).
   double max_moves_per_gpu = -1;
+  // plan_by_method("planner") only, with swaps: with threads > 1 its two
+  // independent pipelines (greedy then swaps; swaps first) run on two
+  // threads. The plan is the same as on one thread.
+  int threads = 1;
 };
 
 DefragPlan plan_defrag(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
