@@ -145,4 +145,26 @@ TEST(DefragCli, BoundIsPrintedBesideThePlanAndNeverBelowIt) {
   EXPECT_THAT(other.output, HasSubstr("--bound needs --goal admit"));
 }
 
+// --threads: the same plan on one thread and on two; out of range is refused.
+TEST(DefragCli, OneThreadAndTwoThreadsPrintTheSamePlan) {
+  const std::string out = fresh_temp_dir("defrag_cli_threads");
+  const RunResult sim = run_gpupack("simulate --synthetic-nodes 40 --policy fgd --seeds 3 --tune 1.3 --save-state " +
+                                    out + "/state.json --out " + out);
+  ASSERT_EQ(sim.exit_code, 0) << sim.output;
+  nlohmann::json plans[2];
+  for (int threads = 1; threads <= 2; ++threads) {
+    const RunResult r = run_gpupack("defrag --state " + out + "/state.json --max-moves-pct 5 --format json --threads " +
+                                    std::to_string(threads));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    plans[threads - 1] = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+    EXPECT_GT(plans[threads - 1]["plan_seconds"].get<double>(), 0.0);
+    plans[threads - 1].erase("plan_seconds");
+  }
+  EXPECT_EQ(plans[0], plans[1]);
+  EXPECT_FALSE(plans[0]["steps"].empty());  // a plan with moves, not two empty ones
+  const RunResult bad = run_gpupack("defrag --state " + out + "/state.json --threads 3");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_THAT(bad.output, HasSubstr("--threads"));
+}
+
 }  // namespace
