@@ -93,8 +93,8 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
            // (seeds 42-51 at 1, 2 and 5% of pods moved) they changed none of
            // the thirty plans and took 40-65% of that pipeline's time. The two
            // pipelines share only const inputs, and the second uses no policy:
-           // with threads > 1 they run side by side, and the plan's seconds
-           // are then the wall time of the pair.
+           // with threads > 1 they run side by side (plan_by_method() times
+           // the whole method).
            const auto greedy_first = [&] {
              return refine_plan(state, once(state, goal, cap, infos), goal, cap, infos, swaps, 8, " + swaps");
            };
@@ -104,20 +104,15 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
              return refine_plan(state, std::move(first), goal, cap, infos, swaps, 8, " + swaps");
            };
            DefragPlan after, first;
-           double seconds = 0;
            if (planner.threads > 1) {
-             const auto start = std::chrono::steady_clock::now();
              auto pending = std::async(std::launch::async, swaps_first);
              after = greedy_first();
              first = pending.get();
-             seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
            } else {
              after = greedy_first();
              first = swaps_first();
-             seconds = after.plan_seconds + first.plan_seconds;
            }
            DefragPlan& best = first.after.admitted_gpu_milli > after.after.admitted_gpu_milli ? first : after;
-           best.plan_seconds = seconds;
            if (!planner.chains) return std::move(best);
            // Then chains and cycles of up to 4 moves with the moves left
            // (holes under the smallest pending share merged three at a time),
@@ -144,14 +139,11 @@ const std::vector<DefragMethodInfo>& defrag_method_table() {
            smaller.max_moves = static_cast<int>(allowed);
            tries.push_back(trim_to_value(state, full(smaller), goal, infos, limit));
          }
-         double seconds = 0;
          size_t best = 0;
          for (size_t i = 0; i < tries.size(); ++i) {
-           seconds += tries[i].plan_seconds;
            const int64_t a = tries[i].after.admitted_gpu_milli, b = tries[best].after.admitted_gpu_milli;
            if (a > b || (a == b && tries[i].use.moves < tries[best].use.moves)) best = i;
          }
-         tries[best].plan_seconds = seconds;
          return std::move(tries[best]);
        }},
       {"high-node-utilization", "descheduler HighNodeUtilization: empty the least used nodes",
