@@ -269,7 +269,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--pods", flags->pods, "openb pod CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...])");
   cmd->add_option("--cluster", flags->cluster, "cluster YAML (node pools, GPU modes, MIG layouts, topology)");
   cmd->add_option("--workload", flags->workload, "workload CSV or YAML with hardware fields (docs/HARDWARE.md)");
-  cmd->add_option("--policy", flags->policy, "policy name, comma-separated names, or 'all': " + policy_name_list())
+  cmd->add_option("--policy", flags->policy,
+                  "policy name, comma-separated names, or 'all': " + policy_name_list() +
+                      " (fgd, capfrag or poolfrag + '+learned': target learned from the "
+                      "arrivals so far, e.g. fgd+learned)")
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "seeds: 42, 42-51 or 1,5,7-9")->capture_default_str();
   cmd->add_option("--tune", flags->tune, "arrived GPU request as a multiple of cluster GPU capacity")

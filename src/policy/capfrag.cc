@@ -130,9 +130,9 @@ NodeScore CapFragPolicy::score(const ClusterState& state, NodeId node, const Req
 std::vector<PolicyInfo> capfrag_ablation() {
   using O = CapFragPolicy::Options;
   const auto make = [](std::string name, std::string what, O o) {
-    return PolicyInfo{name, std::move(what), [name, o](const PolicyOptions& po) {
-                        return std::make_unique<CapFragPolicy>(po.target, o, name);
-                      }};
+    return PolicyInfo{
+        name, std::move(what),
+        [name, o](const PolicyOptions& po) { return std::make_unique<CapFragPolicy>(po.target, o, name); }, true};
   };
   std::vector<PolicyInfo> v;
   v.push_back(make("capfrag-fgdtb", "FGD, then best fit (keys 1, 3)",

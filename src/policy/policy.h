@@ -15,6 +15,9 @@
 //   policy drawing random numbers says false.
 // - parallel_score() (default false) lets the scheduler score distinct
 //   nodes of one decision on several threads.
+// - scoring_epoch() (default 0) changes, in prepare(), when the policy's
+//   score for the same node state and request changes (a learned target
+//   rebuilt); the scheduler then drops the class scores it keeps.
 // Ties between nodes are broken by the scheduler (lowest node rank), never by
 // a policy. A policy object serves one ClusterState at a time and is not
 // thread-safe; policies may cache per-node results keyed by
@@ -47,6 +50,7 @@ class Policy {
   // at once for distinct nodes (per-node caches only; Scheduler's parallel
   // scoring). prepare() itself is never concurrent.
   virtual bool parallel_score() const { return false; }
+  virtual uint64_t scoring_epoch() const { return 0; }
 };
 
 }  // namespace gpupack

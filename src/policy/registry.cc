@@ -11,6 +11,7 @@
 #include "policy/first_fit.h"
 #include "policy/gpu_clustering.h"
 #include "policy/gpu_packing.h"
+#include "policy/learned_target.h"
 #include "policy/poolfrag.h"
 #include "policy/random.h"
 #include "policy/spread.h"
@@ -33,13 +34,13 @@ std::vector<PolicyInfo>& table() {
       {"gpupacking", "partly used GPUs first, then partly used nodes, free nodes last", plain<GpuPackingPolicy>()},
       {"bestfit", "the node left with the least free CPU and GPU", plain<BestFitPolicy>()},
       {"fgd", "the least growth of expected fragmentation for the target workload (FGD)",
-       [](const PolicyOptions& o) { return std::make_unique<FgdPolicy>(o.target); }},
+       [](const PolicyOptions& o) { return std::make_unique<FgdPolicy>(o.target); }, true},
       {"firstfit", "the first feasible node in rank order", plain<FirstFitPolicy>()},
       {"spread", "the most free capacity left (Kubernetes LeastAllocated)", plain<SpreadPolicy>()},
       {"capfrag", "FGD, ties broken by the least growth of GPU capacity stranded by CPU and packing",
-       [](const PolicyOptions& o) { return std::make_unique<CapFragPolicy>(o.target); }},
+       [](const PolicyOptions& o) { return std::make_unique<CapFragPolicy>(o.target); }, true},
       {"poolfrag", "capfrag, with GPU models that constrained pods need kept for them among FGD's ties",
-       [](const PolicyOptions& o) { return std::make_unique<PoolFragPolicy>(o.target); }},
+       [](const PolicyOptions& o) { return std::make_unique<PoolFragPolicy>(o.target); }, true},
   };
   return t;
 }
@@ -68,6 +69,13 @@ std::string policy_name_list() {
 }
 
 std::unique_ptr<Policy> make_policy(std::string_view name, const PolicyOptions& options) {
+  if (name.size() > kLearnedSuffix.size() && name.ends_with(kLearnedSuffix)) {
+    const std::string_view inner = name.substr(0, name.size() - kLearnedSuffix.size());
+    for (const PolicyInfo& p : table())
+      if (p.name == inner) return std::make_unique<LearnedTargetPolicy>(p, options.seed);
+    throw std::invalid_argument(
+        fmt::format("unknown policy '{}' in '{}' (known: {})", inner, name, policy_name_list()));
+  }
   for (const PolicyInfo& p : table())
     if (p.name == name) return p.make(options);
   throw std::invalid_argument(fmt::format("unknown policy '{}' (known: {})", name, policy_name_list()));

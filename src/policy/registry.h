@@ -10,6 +10,10 @@
 // - make_policy() returns a fresh policy for a name, or throws
 //   std::invalid_argument listing the known names. FGD needs
 //   `options.target` (the expected workload); Random uses `options.seed`.
+//   A name "<policy>+learned" (kLearnedSuffix), for a policy whose entry
+//   has uses_target, is that policy with its target learned from the
+//   requests it places (policy/learned_target.h); options.target is then
+//   ignored.
 // - register_policy() adds an entry at run time (plug-ins and test fixtures);
 //   it throws std::invalid_argument for an empty or already used name. The
 //   table is process-wide; registration is not thread-safe with lookups and
@@ -38,7 +42,10 @@ struct PolicyInfo {
   std::string name;     // what --policy takes
   std::string summary;  // one line: what the policy prefers
   PolicyFactory make;
+  bool uses_target = false;  // reads options.target (can take "+learned")
 };
+
+inline constexpr std::string_view kLearnedSuffix = "+learned";
 
 const std::vector<PolicyInfo>& policy_table();
 void register_policy(PolicyInfo info);

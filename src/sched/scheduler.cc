@@ -20,6 +20,10 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
     if (!valid(n) || index(n) >= static_cast<size_t>(state.node_count()))
       throw std::invalid_argument("candidate node out of range");
   policy_.prepare(state, req);
+  if (policy_.scoring_epoch() != epoch_) {  // scores kept per class are stale
+    epoch_ = policy_.scoring_epoch();
+    indexes_.clear();
+  }
   Decision d;
   const bool plain = req.is_plain();
   // Either every node (or candidate) in turn, or one node per class of

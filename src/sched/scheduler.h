@@ -140,6 +140,7 @@ class Scheduler {
   // models): the best class, kept across decisions (sched/class_index.h).
   using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, ModelMask>;
   std::map<ShapeKey, ClassIndex> indexes_;
+  uint64_t epoch_ = 0;  // the policy's scoring_epoch() the indexes hold
   // Per class of identical nodes, this evaluation's result (candidate walks).
   struct ClassMemo {
     uint64_t generation = 0;

@@ -14,6 +14,13 @@
 namespace gpupack {
 namespace {
 
+// The policy column: 14 wide, or the longest name ("poolfrag+learned").
+size_t name_width(const std::vector<PolicySummary>& summary) {
+  size_t w = 14;
+  for (const PolicySummary& s : summary) w = std::max(w, s.policy.size());
+  return w;
+}
+
 double at(const std::vector<double>& v, int k) { return k < static_cast<int>(v.size()) ? v[k] : NAN; }
 
 }  // namespace
@@ -64,13 +71,14 @@ std::string format_defrag_table(const std::vector<PolicySummary>& summary) {
   bool any = false;
   for (const PolicySummary& s : summary) any = any || s.has_defrag;
   if (!any) return {};
-  std::string out = fmt::format("{:<14} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9}\n", "defrag", "alloc %", "alloc %",
+  const size_t w = name_width(summary);
+  std::string out = fmt::format("{:<{}} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9}\n", "defrag", w, "alloc %", "alloc %",
                                 "gain", "moves", "running", "admitted", "plan s");
-  out += fmt::format("{:<14} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9}\n", "policy", "before", "after", "pp", "",
+  out += fmt::format("{:<{}} {:>9} {:>9} {:>7} {:>8} {:>9} {:>9} {:>9}\n", "policy", w, "before", "after", "pp", "",
                      "pods", "pods", "per run");
   for (const PolicySummary& s : summary) {
     if (!s.has_defrag) continue;
-    out += fmt::format("{:<14} {:>9.2f} {:>9.2f} {:>7.2f} {:>8.1f} {:>9.1f} {:>9.1f} {:>9.3f}\n", s.policy,
+    out += fmt::format("{:<{}} {:>9.2f} {:>9.2f} {:>7.2f} {:>8.1f} {:>9.1f} {:>9.1f} {:>9.3f}\n", s.policy, w,
                        s.mean_alloc_pct_before_defrag, s.mean_alloc_pct_after_defrag,
                        s.mean_alloc_pct_after_defrag - s.mean_alloc_pct_before_defrag, s.mean_moves,
                        s.mean_running_pods, s.mean_defrag_admitted_pods, s.mean_defrag_seconds);
@@ -79,9 +87,10 @@ std::string format_defrag_table(const std::vector<PolicySummary>& summary) {
 }
 
 std::string format_comparison_table(const std::vector<PolicySummary>& summary) {
-  std::string out = fmt::format("{:<14} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9}\n", "policy", "seeds", "@90%",
-                                "@100%", "@110%", "@130%", "frag@130", "failed", "wall s");
-  out += fmt::format("{:<14} {:>6} {:>31} {:>8} {:>9} {:>9}\n", "", "", "GPU allocation % at arrived", "%", "pods",
+  const size_t w = name_width(summary);
+  std::string out = fmt::format("{:<{}} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>9} {:>9}\n", "policy", w, "seeds",
+                                "@90%", "@100%", "@110%", "@130%", "frag@130", "failed", "wall s");
+  out += fmt::format("{:<{}} {:>6} {:>31} {:>8} {:>9} {:>9}\n", "", w, "", "GPU allocation % at arrived", "%", "pods",
                      "per run");
   // The best allocation where the runs ended (a run stops short of 130 %
   // arrived when --tune is below 1.3); "-" where a run never got there.
@@ -93,7 +102,7 @@ std::string format_comparison_table(const std::vector<PolicySummary>& summary) {
   };
   for (size_t i = 0; i < summary.size(); ++i) {
     const PolicySummary& s = summary[i];
-    out += fmt::format("{:<14} {:>6} {} {} {} {} {} {:>9.1f} {:>9.3f}{}\n", s.policy, s.seeds,
+    out += fmt::format("{:<{}} {:>6} {} {} {} {} {} {:>9.1f} {:>9.3f}{}\n", s.policy, w, s.seeds,
                        cell(at(s.mean.alloc_pct, 90), 7), cell(at(s.mean.alloc_pct, 100), 7),
                        cell(at(s.mean.alloc_pct, 110), 7), cell(at(s.mean.alloc_pct, 130), 7),
                        cell(at(s.mean.frag_pct, 130), 8), s.mean_failed_pods, s.mean_wall_seconds,
