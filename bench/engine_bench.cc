@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "frag/packing_prices.h"
 #include "io/openb.h"
 #include "model/cluster_state.h"
 #include "policy/registry.h"
@@ -69,6 +70,7 @@ void BM_OpenbDefaultExperiment(benchmark::State& state, const std::string& polic
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, fgd, std::string("fgd"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, capfrag, std::string("capfrag"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, poolfrag, std::string("poolfrag"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, dualfrag, std::string("dualfrag"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, bestfit, std::string("bestfit"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, dotprod, std::string("dotprod"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_OpenbDefaultExperiment, gpupacking, std::string("gpupacking"))->Unit(benchmark::kMillisecond);
@@ -125,6 +127,22 @@ void BM_DecideHalfFullOpenb(benchmark::State& state, const std::string& policy_n
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, fgd, std::string("fgd"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, capfrag, std::string("capfrag"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, poolfrag, std::string("poolfrag"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, dualfrag, std::string("dualfrag"))->Unit(benchmark::kMicrosecond);
+
+// dualfrag's packing prices for the openb default target (the LP a dualfrag
+// policy solves once when it is made, and again at each +learned rebuild).
+void BM_PackingPricesOpenb(benchmark::State& state) {
+  const Loaded* l = openb_default();
+  if (!l) {
+    state.SkipWithError("shared/traces/openb not found");
+    return;
+  }
+  for (auto _ : state) {
+    const PackingPrices p(*l->target);
+    benchmark::DoNotOptimize(p.fluid_gpus());
+  }
+}
+BENCHMARK(BM_PackingPricesOpenb)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit(benchmark::kMicrosecond);
 
 // The extender's cold call: a fresh FGD policy (as after a model reload)

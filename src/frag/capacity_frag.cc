@@ -75,4 +75,57 @@ StrandedPair stranded_pair(const TargetWorkload& target, std::span<const int64_t
   return out;
 }
 
+StrandedPairEvaluator::StrandedPairEvaluator(const TargetWorkload& target, std::span<const int64_t> weights) {
+  for (size_t i = 0; i < target.classes.size(); ++i) {
+    const int64_t w = weights[i];
+    if (w == 0) continue;
+    const TargetClass& m = target.classes[i];
+    if (m.gpu_count == 0) {
+      cpu_only_weight_ += w;
+      continue;
+    }
+    auto it = std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) {
+      return g.gpu_count == m.gpu_count && g.gpu_milli == m.gpu_milli && g.allowed_models == m.allowed_models;
+    });
+    if (it == groups_.end())
+      it = groups_.insert(groups_.end(), Group{m.gpu_count, m.gpu_milli, m.allowed_models, 0, {}});
+    it->weight_sum += w;
+    it->members.push_back({m.cpu_milli, w});
+  }
+}
+
+StrandedPair StrandedPairEvaluator::operator()(GpuModelId model, int64_t cpu_free_milli,
+                                               std::span<const int32_t> gpu_free_milli) const {
+  int64_t free_total = 0;
+  for (int32_t f : gpu_free_milli) free_total += f;
+  StrandedPair out;
+  if (free_total == 0) return out;
+  out.capacity = out.one_pod = cpu_only_weight_ * free_total;
+  for (const Group& g : groups_) {
+    if (!model_allowed(g.allowed_models, model)) {
+      out.capacity += g.weight_sum * free_total;
+      out.one_pod += g.weight_sum * free_total;
+      continue;
+    }
+    int fitting = 0;
+    int64_t below = 0, units = 0;
+    for (int32_t f : gpu_free_milli) {
+      if (f >= g.gpu_milli) {
+        ++fitting;
+        units += f / g.gpu_milli;
+      } else {
+        below += f;
+      }
+    }
+    const int64_t gpu_pods = units / g.gpu_count;
+    const int64_t pod_milli = int64_t{g.gpu_count} * g.gpu_milli;
+    for (const Member& m : g.members) {
+      const int64_t k_cpu = m.cpu_milli > 0 ? cpu_free_milli / m.cpu_milli : std::numeric_limits<int64_t>::max();
+      out.one_pod += m.weight * (fitting < g.gpu_count || k_cpu < 1 ? free_total : below);
+      out.capacity += m.weight * (free_total - std::min(gpu_pods, k_cpu) * pod_milli);
+    }
+  }
+  return out;
+}
+
 }  // namespace gpupack

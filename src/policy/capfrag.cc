@@ -32,7 +32,12 @@ CapFragPolicy::CapFragPolicy(std::shared_ptr<const TargetWorkload> target, Optio
   fgd_weights_ = class_weights(*target_, ClassWeight::kPods);
   weight_sum_ = weight_sum(weights_);
   fgd_weight_sum_ = weight_sum(fgd_weights_);
+  if (options_.packing_loss) {
+    if (!options_.fgd_first) throw std::invalid_argument(name_ + ": the packing loss needs FGD's key below it");
+    prices_ = PackingPrices(*target_);
+  }
   fused_ = options_.fgd_first && weights_ == fgd_weights_ && !options_.one_pod && options_.cpu_capacity;
+  if (fused_) pair_ = StrandedPairEvaluator(*target_, weights_);
 }
 
 int64_t CapFragPolicy::node_stranded(const ClusterState& state, NodeId node) const {
@@ -44,8 +49,7 @@ void CapFragPolicy::refresh(const ClusterState& state, NodeId node) {
   const size_t i = index(node);
   if (frag_version_[i] == state.version(node)) return;
   if (fused_) {
-    const StrandedPair p = stranded_pair(*target_, weights_, state.gpu_model(node), state.cpu_free_milli(node),
-                                         state.gpu_free_milli(node));
+    const StrandedPair p = pair_(state.gpu_model(node), state.cpu_free_milli(node), state.gpu_free_milli(node));
     frag_[i] = p.capacity;
     fgd_frag_[i] = p.one_pod;
   } else {
@@ -67,7 +71,7 @@ int64_t CapFragPolicy::evaluate_after(const ClusterState& state, NodeId node, in
   const int64_t fit = options_.tie_break && cap > 0 ? 1023 - free_after * 1023 / cap : 0;
   int64_t ds = 0, df = 0;
   if (fused_) {
-    const StrandedPair p = stranded_pair(*target_, weights_, model, cpu_after, after);
+    const StrandedPair p = pair_(model, cpu_after, after);
     ds = frag_[i] - p.capacity;
     df = fgd_frag_[i] - p.one_pod;
   } else {
@@ -84,10 +88,20 @@ int64_t CapFragPolicy::evaluate_after(const ClusterState& state, NodeId node, in
   // df: FGD's F over the same classes, as an exact integer (F x sum count).
   const int64_t key1 = sigmoid_score(static_cast<double>(df) / fgd_weight_sum_);  // 0..100
   // Key 2 in milli, bounded by the node's GPU milli (|dS / sum w| <= L <= 32,000).
-  constexpr int64_t kHalf = int64_t{1} << 20;
+  constexpr int64_t kHalf = int64_t{1} << 15;
   const int64_t key2 =
       std::clamp<int64_t>(std::llround(static_cast<double>(ds) / weight_sum_) + kHalf, 0, 2 * kHalf - 1);
-  return (key1 << kFgdKeyShift) + (key2 << kStrandedKeyShift) + fit;
+  const int64_t fgd_key = options_.fgd_key ? key1 : 0;
+  const int64_t low = ((options_.stranded_key ? key2 : 0) << kStrandedKeyShift) + fit;
+  if (!options_.packing_loss) return (fgd_key << kFgdKeyShift) + low;
+  // The packing loss of the GPUs the pod takes, in thousandths of a GPU;
+  // less loss scores higher.
+  const auto before = state.gpu_free_milli(node);
+  double loss = 0;
+  for (size_t g = 0; g < after.size(); ++g) loss += prices_.loss(before[g], after[g]);
+  const int64_t loss_key = kLossKeyMax - std::clamp<int64_t>(std::llround(loss * 1000.0), 0, kLossKeyMax);
+  if (options_.loss_under_fgd) return (fgd_key << kFgdAboveLossShift) + (loss_key << kLossUnderFgdShift) + low;
+  return (loss_key << kLossKeyShift) + (fgd_key << kFgdKeyShift) + low;
 }
 
 void CapFragPolicy::prepare(const ClusterState& state, const Request& req) {
@@ -146,6 +160,17 @@ std::vector<PolicyInfo> capfrag_ablation() {
       make("capfrag-sdemand", "S alone, demand weights, exact", O{.fgd_first = false, .weight = ClassWeight::kDemand}));
   v.push_back(make("capfrag-fgdexact", "FGD's F, exact (no sigmoid), best fit",
                    O{.fgd_first = false, .one_pod = true, .cpu_capacity = false}));
+  // dualfrag's ingredients (policy/dualfrag.h): the same keys on capfrag,
+  // without poolfrag's slack key ("-cap"), and with one key moved or left out.
+  v.push_back(make("dualfrag-cap", "dualfrag without the pool slack key", O{.packing_loss = true}));
+  v.push_back(make("dualfrag-under", "the packing loss under FGD's key, no pool slack",
+                   O{.packing_loss = true, .loss_under_fgd = true}));
+  v.push_back(make("dualfrag-nofgd", "the packing loss, then S and best fit, no pool slack",
+                   O{.packing_loss = true, .fgd_key = false}));
+  v.push_back(make("dualfrag-nos", "the packing loss, FGD, best fit, no pool slack",
+                   O{.packing_loss = true, .stranded_key = false}));
+  v.push_back(
+      make("dualfrag-nofit", "the packing loss, FGD, S, no pool slack", O{.tie_break = false, .packing_loss = true}));
   return v;
 }
 

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "frag/capacity_frag.h"
+#include "frag/packing_prices.h"
 #include "policy/fgd.h"
 #include "policy/policy.h"
 #include "policy/registry.h"
@@ -59,6 +60,12 @@ class CapFragPolicy final : public Policy {
     bool cpu_capacity = true;                 // false: CPU only decides whether one pod fits
     bool coarse_score = false;                // with !fgd_first: trunc(100 x sigmoid(dS / sum w / 1000))
     bool tie_break = true;                    // key 3
+    bool packing_loss = false;                // a key above FGD's: the least packing loss (policy/dualfrag.h)
+    // Ablation of dualfrag only: the loss under FGD's key instead of above
+    // it; FGD's key or S left out.
+    bool loss_under_fgd = false;
+    bool fgd_key = true;
+    bool stranded_key = true;
   };
   CapFragPolicy(std::shared_ptr<const TargetWorkload> target, Options options, std::string name);
   explicit CapFragPolicy(std::shared_ptr<const TargetWorkload> target)
@@ -69,10 +76,19 @@ class CapFragPolicy final : public Policy {
   // score() writes only the scored node's cache entries.
   bool parallel_score() const override { return true; }
 
-  // The score's layout (with the default options): key1 << kFgdKeyShift |
-  // key2 << kStrandedKeyShift | key3, key1 = FGD's score (0..100), key2 < 2^21.
-  static constexpr int kFgdKeyShift = 31;
+  // The score's layout (with fgd_first), from the top: the packing-loss key
+  // (packing_loss only, 13 bits) << kLossKeyShift | key1 = FGD's score
+  // (0..100) << kFgdKeyShift | a 16-bit field left 0 for poolfrag's slack
+  // key (kSlackKeyShift) | key2 (16 bits) << kStrandedKeyShift | key3 (10 bits).
   static constexpr int kStrandedKeyShift = 10;
+  static constexpr int kSlackKeyShift = 26;
+  static constexpr int kFgdKeyShift = 42;
+  static constexpr int kLossKeyShift = 49;
+  static constexpr int64_t kLossKeyMax = (int64_t{1} << 13) - 1;  // loss of 8.191 GPUs or more
+  // With loss_under_fgd (ablation): FGD's key << 56, the loss key << 43,
+  // the rest as above.
+  static constexpr int kFgdAboveLossShift = 56;
+  static constexpr int kLossUnderFgdShift = 43;
 
   // True when the current request (after prepare) is scored by FGD itself:
   // not plain, or a cluster with a hardware-configured node; otherwise the
@@ -101,6 +117,8 @@ class CapFragPolicy final : public Policy {
   bool use_fallback_ = false;
   bool fused_ = false;  // S and F in one pass (stranded_pair): the default options
   bool has_hardware_nodes_ = false;
+  PackingPrices prices_;                  // with packing_loss
+  StrandedPairEvaluator pair_;            // with fused_
   std::vector<int64_t> frag_, fgd_frag_;  // S(n), F(n) x sum count (integer)
   std::vector<uint64_t> frag_version_;
   std::map<std::tuple<int64_t, int32_t, int32_t>, size_t> shape_index_;

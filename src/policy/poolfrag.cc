@@ -10,14 +10,18 @@ namespace gpupack {
 namespace {
 
 constexpr int64_t kSlackSteps = 1000;                     // key 2 per unit of slack
-constexpr int64_t kSlackKeyMax = (int64_t{1} << 20) - 1;  // infinite slack
+constexpr int64_t kSlackKeyMax = (int64_t{1} << 16) - 1;  // slack of 65.5 or more, infinite included
 
 }  // namespace
 
 PoolFragPolicy::PoolFragPolicy(std::shared_ptr<const TargetWorkload> target)
-    : target_(std::move(target)), capfrag_(target_) {
-  if (!target_) throw std::invalid_argument("poolfrag: a target workload is required");
-}
+    : PoolFragPolicy(std::move(target), CapFragPolicy::Options{}, "poolfrag") {}
+
+PoolFragPolicy::PoolFragPolicy(std::shared_ptr<const TargetWorkload> target, CapFragPolicy::Options options,
+                               std::string name)
+    : target_(target ? std::move(target) : throw std::invalid_argument(name + ": a target workload is required")),
+      name_(std::move(name)),
+      capfrag_(target_, options, name_) {}
 
 bool PoolFragPolicy::pools_stale(const ClusterState& state) const {
   return node_count_ != state.node_count() || pools_stamp_ != state.tie_order_stamp();
@@ -79,11 +83,8 @@ void PoolFragPolicy::prepare(const ClusterState& state, const Request& req) {
 NodeScore PoolFragPolicy::score(const ClusterState& state, NodeId node, const Request& req) {
   NodeScore s = capfrag_.score(state, node, req);
   if (!steer_) return s;
-  // capfrag's score is FGD's key above its keys 2 and 3; key 2 here goes
-  // between (20 bits: kSlackKeyMax).
-  constexpr int kShift = CapFragPolicy::kFgdKeyShift;
-  constexpr int64_t kLow = (int64_t{1} << kShift) - 1;
-  s.score = ((s.score >> kShift) << (kShift + 20)) + (key_[state.gpu_model(node)] << kShift) + (s.score & kLow);
+  // capfrag leaves the field between FGD's key and S at 0 for this key.
+  s.score += key_[state.gpu_model(node)] << CapFragPolicy::kSlackKeyShift;
   return s;
 }
 

@@ -54,7 +54,9 @@ namespace gpupack {
 class PoolFragPolicy final : public Policy {
  public:
   explicit PoolFragPolicy(std::shared_ptr<const TargetWorkload> target);
-  std::string_view name() const override { return "poolfrag"; }
+  // With capfrag's `options` under the slack key (dualfrag: packing_loss).
+  PoolFragPolicy(std::shared_ptr<const TargetWorkload> target, CapFragPolicy::Options options, std::string name);
+  std::string_view name() const override { return name_; }
   void prepare(const ClusterState& state, const Request& req) override;
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
   bool parallel_score() const override { return true; }
@@ -71,12 +73,13 @@ class PoolFragPolicy final : public Policy {
   void refresh_pools(const ClusterState& state);
 
   std::shared_ptr<const TargetWorkload> target_;
+  std::string name_;
   CapFragPolicy capfrag_;
   int node_count_ = -1;
   uint64_t pools_stamp_ = 0;
   ModelMask present_ = 0;
   std::array<double, kMaxGpuModels> slack_{};
-  std::array<int64_t, kMaxGpuModels> key_{};  // round(1000 x slack), clamped
+  std::array<int64_t, kMaxGpuModels> key_{};  // round(1000 x slack), clamped to 16 bits
   bool steer_ = false;                        // key 2 applies to the current request
 };
 

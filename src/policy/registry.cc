@@ -7,6 +7,7 @@
 #include "policy/best_fit.h"
 #include "policy/capfrag.h"
 #include "policy/dot_product.h"
+#include "policy/dualfrag.h"
 #include "policy/fgd.h"
 #include "policy/first_fit.h"
 #include "policy/gpu_clustering.h"
@@ -41,6 +42,8 @@ std::vector<PolicyInfo>& table() {
        [](const PolicyOptions& o) { return std::make_unique<CapFragPolicy>(o.target); }, true},
       {"poolfrag", "capfrag, with GPU models that constrained pods need kept for them among FGD's ties",
        [](const PolicyOptions& o) { return std::make_unique<PoolFragPolicy>(o.target); }, true},
+      {"dualfrag", "poolfrag under the least packing loss priced by the target's fluid GPU packing",
+       [](const PolicyOptions& o) { return make_dualfrag(o.target); }, true},
   };
   return t;
 }

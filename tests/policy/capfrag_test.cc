@@ -2,6 +2,8 @@
 // the definitions in frag/capacity_frag.h and policy/capfrag.h.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "frag/capacity_frag.h"
 #include "policy/capfrag.h"
 #include "policy/registry.h"
@@ -93,7 +95,8 @@ TEST(CapFrag, SharedPodTakesTheGpuThatStrandsLeast) {
 TEST(CapFrag, AblationVariantsAreDistinctCapFragPolicies) {
   const auto target = target_of({{1000, 0, 1, 1000, 0}});
   for (const PolicyInfo& info : capfrag_ablation()) {
-    EXPECT_EQ(info.name.rfind("capfrag-", 0), 0u) << info.name;
+    EXPECT_TRUE(info.name.starts_with("capfrag-") || info.name.starts_with("dualfrag-")) << info.name;
+    EXPECT_TRUE(info.uses_target) << info.name;
     auto p = info.make({1, target});
     EXPECT_EQ(p->name(), info.name);
   }
@@ -117,6 +120,34 @@ TEST(CapacityFragmentation, OnePassPairEqualsTheTwoMeasures) {
     const StrandedPair p = stranded_pair(*target, w, kG2, cpu, free);
     EXPECT_EQ(p.capacity, capacity_fragmentation(*target, w, kG2, cpu, free)) << cpu;
     EXPECT_EQ(p.one_pod, capacity_fragmentation(*target, w, kG2, cpu, free, true, false)) << cpu;
+  }
+}
+
+TEST(CapacityFragmentation, TheGroupedEvaluatorEqualsThePairOnRandomNodes) {
+  // Classes sharing GPU count, milli and models (differing in CPU) form one
+  // group; the result must not change, for any node state or model.
+  std::mt19937 rng(11);
+  const GpuModelId kT4 = *GpuCatalog::builtin().find("T4");
+  std::vector<Request> pods;
+  for (int i = 0; i < 60; ++i) {
+    const int32_t count = rng() % 5 == 0 ? static_cast<int32_t>(1 + rng() % 4) : 1;
+    const int32_t milli = count > 1 || rng() % 3 == 0 ? 1000 : static_cast<int32_t>(100 + 10 * (rng() % 80));
+    const ModelMask models = rng() % 4 == 0 ? model_bit(kT4) : 0;
+    pods.push_back({static_cast<int64_t>(1000 * (rng() % 4)), 0, rng() % 10 == 0 ? 0 : count, milli, models});
+  }
+  const TargetWorkload target = TargetWorkload::from_requests(pods, {}, 1.0);
+  for (ClassWeight weight : {ClassWeight::kPods, ClassWeight::kDemand}) {
+    const auto w = class_weights(target, weight);
+    const StrandedPairEvaluator grouped(target, w);
+    for (int round = 0; round < 300; ++round) {
+      std::vector<int32_t> free(1 + rng() % 8);
+      for (int32_t& f : free) f = rng() % 3 == 0 ? 1000 : static_cast<int32_t>(rng() % 1001);
+      const int64_t cpu = static_cast<int64_t>(rng() % 20000);
+      const GpuModelId model = rng() % 2 == 0 ? kG2 : kT4;
+      const StrandedPair a = grouped(model, cpu, free), b = stranded_pair(target, w, model, cpu, free);
+      ASSERT_EQ(a.capacity, b.capacity) << round;
+      ASSERT_EQ(a.one_pod, b.one_pod) << round;
+    }
   }
 }
 

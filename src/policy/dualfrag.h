@@ -1,0 +1,52 @@
+// DualFrag: poolfrag, under one key above FGD's score: the least packing
+// loss priced by the target workload's fluid GPU packing.
+//
+// Rule, per feasible node n and GPU choice (in this order; higher is better):
+//  1. The least packing loss of the GPUs the pod would take,
+//       loss = sum over those GPUs of K(free before) - K(free after) - pi(request),
+//     with pi the dual prices of the fluid packing LP of the target's per-GPU
+//     sizes and K(x) the most price a gap of x milli can hold
+//     (frag/packing_prices.h). A placement of loss 0 is part of a most
+//     valuable filling of each gap it uses; a positive loss is the share of
+//     a GPU that the placement gives up for good, in the workload's own
+//     prices (a 320 next to a 470, leaving 210, when 470s pair with each
+//     other and 650s with 320s: 1/6). Compared in thousandths of a GPU.
+//  2. FGD's score (policy/fgd.h), then poolfrag's pool slack, capfrag's
+//     stranded capacity S and best fit (policy/poolfrag.h, policy/capfrag.h):
+//     among placements that lose nothing, the GPU and node questions that
+//     the per-GPU prices do not see (whole GPUs for multi-GPU pods, CPU,
+//     GPU models) decide as in poolfrag.
+//  3. Then the scheduler's node rank.
+// Why the loss goes above FGD's score: FGD's F asks, per class, whether one
+// pod still fits a GPU, so it cannot tell a 530-milli gap that a 470 will
+// fill from one that only a 320 will half fill; the prices know which sizes
+// the workload has to pair. Under FGD's score (as a tie-break) the same key
+// is worth next to nothing, since FGD's choice has already opened the
+// wrong gap (bench/RESULTS.md, "dualfrag").
+// This is the primal-dual rule of online stochastic bin packing (items drawn
+// from a known distribution are placed where the reduced cost under the
+// fluid LP's duals is least), applied per GPU, with the target workload as
+// the distribution, as FGD uses it.
+//
+// Constants: none fitted. The prices come from the target's class counts;
+// the loss is compared in steps of 1/1000 of a GPU (steps of 1/100 and
+// 1/20 give the same 10-seed curves on the four openb traces, since the
+// openb prices are multiples of 1/12; sensitivity table in bench/RESULTS.md).
+//
+// Cost: the prices are one small LP at construction (a few ms for the openb
+// targets); a candidate costs capfrag's evaluation plus one table lookup per
+// GPU taken. Scores depend on node state and request only, so the node-class
+// walk and class index apply. Requests that are not plain, and clusters with
+// a hardware-configured node, are scored by FGD as in capfrag.
+#pragma once
+
+#include <memory>
+
+#include "frag/fgd.h"
+#include "policy/policy.h"
+
+namespace gpupack {
+
+std::unique_ptr<Policy> make_dualfrag(std::shared_ptr<const TargetWorkload> target);
+
+}  // namespace gpupack
