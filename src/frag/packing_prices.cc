@@ -49,6 +49,14 @@ Knapsack knapsack(const std::vector<int32_t>& sizes, const std::vector<double>& 
   return k;
 }
 
+// GLPK keeps an environment per thread and frees it only on glp_free_env();
+// a worker thread that solved prices would leak it when it exits. This frees
+// it at the exit of every thread that solved prices (by then the thread's
+// GLPK objects are gone: each solve deletes its problem before returning).
+struct GlpkEnvRelease {
+  ~GlpkEnvRelease() { glp_free_env(); }
+};
+
 }  // namespace
 
 PackingPrices::PackingPrices() : price_of_(kMilli + 1, 0.0), gap_value_(kMilli + 1, 0.0) {}
@@ -80,6 +88,8 @@ PackingPrices::PackingPrices(const std::vector<std::pair<int32_t, double>>& list
     demand.push_back(n);
   }
   const int cols = static_cast<int>(sizes.size());
+  static thread_local GlpkEnvRelease release_at_thread_exit;
+  (void)release_at_thread_exit;
 
   glp_prob* lp = glp_create_prob();
   glp_set_obj_dir(lp, GLP_MAX);
