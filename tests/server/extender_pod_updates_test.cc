@@ -255,7 +255,7 @@ TEST_P(PodUpdates, InPlaceEqualsARebuildAfterEveryBatch) {
   EXPECT_GT(in_place_batches, batches / 2) << in_place_batches << " of " << batches;
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, PodUpdates, ::testing::Values("fgd", "bestfit", "capfrag"));
+INSTANTIATE_TEST_SUITE_P(Policies, PodUpdates, ::testing::Values("fgd", "bestfit", "capfrag", "dualfrag"));
 
 class PodUpdatesRefused : public ::testing::Test {
  protected:
