@@ -271,7 +271,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--workload", flags->workload, "workload CSV or YAML with hardware fields (docs/HARDWARE.md)");
   cmd->add_option("--policy", flags->policy,
                   "policy name, comma-separated names, or 'all': " + policy_name_list() +
-                      " (fgd, capfrag or poolfrag + '+learned': target learned from the "
+                      " (fgd, capfrag, poolfrag or dualfrag + '+learned': target learned from the "
                       "arrivals so far, e.g. fgd+learned)")
       ->capture_default_str();
   cmd->add_option("--seeds", flags->seeds, "seeds: 42, 42-51 or 1,5,7-9")->capture_default_str();
