@@ -19,6 +19,7 @@
 #include "cli/simulate_dynamic.h"
 #include "defrag/methods.h"
 #include "frag/cluster_metrics.h"
+#include "frag/packing_prices.h"
 #include "io/hw_input.h"
 #include "io/input_error.h"
 #include "io/openb.h"
@@ -88,17 +89,36 @@ class ProgressLine {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// The packing bound of the workload's mix (frag/packing_prices.h), in % of
+// GPU capacity; only for workloads without hardware fields (MIG slices,
+// sharing modes, GPU memory...), whose allocation is not GPU milli alone.
+std::optional<double> mix_packing_bound_pct(const Workload& trace) {
+  if (!gpu_use_is_milli(trace.requests)) return std::nullopt;
+  const std::optional<double> bound = mix_packing_bound(trace.requests);
+  if (!bound) return std::nullopt;
+  return 100.0 * *bound;
+}
+
+std::string mix_packing_bound_line(const std::optional<double>& bound_pct) {
+  if (!bound_pct) return {};
+  return fmt::format(
+      "packing bound of the workload's mix: {:.2f}% GPU allocation (no placement holds more while the pods it "
+      "holds keep the workload's proportions; docs/SIMULATE.md)\n",
+      *bound_pct);
+}
+
 // One self-contained page: the comparison table, the allocation and
 // fragmentation curves, and each policy's GPU map after its arrivals (first
 // seed; a selector switches between them).
 void write_report_html(const std::string& path, const std::vector<PolicySummary>& summary,
                        const std::vector<std::string>& policies, const std::map<size_t, nlohmann::json>& maps,
-                       const std::string& title, bool defrag) {
+                       const std::string& title, bool defrag, const std::string& bound_line) {
   nlohmann::json by_policy = nlohmann::json::object();
   for (const auto& [p, map] : maps) by_policy[policies.at(p)] = map;
   std::string page = gpu_map_page(title, maps.empty() ? nullptr : &maps.begin()->second);
   std::string head =
       "<div class=\"report-head\"><h2>Policies</h2><pre>" + html_escape(format_comparison_table(summary)) + "</pre>";
+  if (!bound_line.empty()) head += "<p>" + html_escape(bound_line) + "</p>";
   if (defrag) head += "<pre>" + html_escape(format_defrag_table(summary)) + "</pre>";
   head += "<div>" + allocation_svg(summary, "GPU allocation vs arrived workload") + "</div><div>" +
           fragmentation_svg(summary, "Fragmentation vs arrived workload") + "</div></div>";
@@ -232,19 +252,21 @@ void run_simulate(const SimulateFlags& f) {
   ProgressLine progress(!f.quiet);
   const auto runs = run_experiment(spec, [&](const ExperimentProgress& p) { progress.update(p); });
   const auto summary = summarize(runs);
+  const std::optional<double> bound_pct = mix_packing_bound_pct(spec.trace);
   fmt::print("{}", format_comparison_table(summary));
+  if (!f.quiet) fmt::print("{}", mix_packing_bound_line(bound_pct));
   if (spec.defrag) fmt::print("\n{}", format_defrag_table(summary));
 
   if (!f.out.empty()) {
     std::filesystem::create_directories(f.out);
     const std::string dir = f.out + "/";
     write_curves_csv(dir + "curves.csv", runs);
-    write_summary_json(dir + "summary.json", runs, summary, cluster_label, workload_label, spec.tune);
+    write_summary_json(dir + "summary.json", runs, summary, cluster_label, workload_label, spec.tune, bound_pct);
     write_allocation_svg(dir + "allocation.svg", summary,
                          fmt::format("GPU allocation vs arrived workload: {}", workload_label));
     write_report_html(dir + "report.html", summary, spec.policies, maps,
-                      fmt::format("gpupack simulate: {} on {}", workload_label, cluster_label),
-                      spec.defrag.has_value());
+                      fmt::format("gpupack simulate: {} on {}", workload_label, cluster_label), spec.defrag.has_value(),
+                      mix_packing_bound_line(bound_pct));
     std::vector<std::string> files = {"curves.csv", "summary.json", "allocation.svg", "report.html"};
     if (spec.fixed_order) {
       std::vector<std::string> node_names;

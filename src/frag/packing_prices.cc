@@ -158,4 +158,41 @@ double PackingPrices::loss(int32_t free_before_milli, int32_t free_after_milli) 
   return std::max(0.0, l);
 }
 
+namespace {
+// (size -> items, requested milli) of the GPU items of `requests`.
+std::pair<std::map<int32_t, double>, double> gpu_items(std::span<const Request> requests) {
+  std::map<int32_t, double> items;
+  double requested_milli = 0;
+  for (const Request& r : requests) {
+    if (r.gpu_count <= 0 || r.gpu_milli <= 0) continue;
+    const int32_t size = std::min(r.gpu_milli, kMilli);
+    items[size] += r.gpu_count;
+    requested_milli += static_cast<double>(r.gpu_count) * size;
+  }
+  return {std::move(items), requested_milli};
+}
+
+double waste_of(const std::map<int32_t, double>& items, double requested_milli) {
+  if (items.empty()) return 0.0;
+  const PackingPrices prices(std::vector<std::pair<int32_t, double>>(items.begin(), items.end()));
+  return std::max(0.0, kMilli * prices.fluid_gpus() - requested_milli);
+}
+}  // namespace
+
+double packing_waste_milli(std::span<const Request> requests) {
+  const auto [items, requested_milli] = gpu_items(requests);
+  return waste_of(items, requested_milli);
+}
+
+bool gpu_use_is_milli(std::span<const Request> requests) {
+  return std::all_of(requests.begin(), requests.end(),
+                     [](const Request& r) { return r.is_plain() || (!r.is_gpu() && r.mig_devices.empty()); });
+}
+
+std::optional<double> mix_packing_bound(std::span<const Request> requests) {
+  const auto [items, requested_milli] = gpu_items(requests);
+  if (items.empty()) return std::nullopt;
+  return requested_milli / (requested_milli + waste_of(items, requested_milli));
+}
+
 }  // namespace gpupack

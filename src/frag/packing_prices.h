@@ -31,6 +31,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -67,5 +69,32 @@ class PackingPrices {
   double fluid_gpus_ = 0;
   int rows_added_ = 0;
 };
+
+// The GPU milli the GPU items of `requests` (gpu_count items of
+// min(gpu_milli, 1000) per request) leave unused however they are packed:
+// 1000 x the fluid LP's GPUs - their milli. A cluster holding these pods has
+// at least this much GPU milli free; the rest of its free milli is what the
+// placement left. Only gpu_count and gpu_milli are read (hardware fields are
+// not); 0 when no request asks for GPU milli. The LP's dual is feasible
+// whenever it stops, so this never exceeds the exact waste.
+double packing_waste_milli(std::span<const Request> requests);
+
+// The packing bound of a workload mix: the highest GPU allocation (a share of
+// GPU capacity, 0..1) any cluster can hold while the pods it holds come in
+// the proportions of `requests`: lambda copies of the mix leave lambda x
+// packing_waste_milli free, so the allocation is at most
+// requested / (requested + waste). It counts GPU milli alone: CPU, memory,
+// GPU models, nodes and the order of arrivals only lower what a placement
+// reaches. A scheduler that places every pod that fits admits the arrivals
+// in their proportions until the cluster fills; only which pods fail after
+// that (and the pods admitted into the gaps) shifts the mix it holds and can
+// move it past this bound. nullopt when no request asks for GPU milli.
+std::optional<double> mix_packing_bound(std::span<const Request> requests);
+
+// True when every request's GPU use is its gpu_count x gpu_milli alone: none
+// asks for GPUs or MIG devices with hardware fields set (a MIG slice, a
+// sharing mode, GPU memory...). Only then do the two measures above speak
+// of the allocation a simulation reports.
+bool gpu_use_is_milli(std::span<const Request> requests);
 
 }  // namespace gpupack

@@ -29,14 +29,21 @@ std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs) {
   std::vector<PolicySummary> out;
   std::map<std::string, size_t> slot;
   std::vector<std::vector<Curve>> curves;
+  std::vector<int> with_waste;  // runs with size_waste_milli, per policy
   for (const StaticRunResult& r : runs) {
     auto [it, inserted] = slot.emplace(r.policy, out.size());
     if (inserted) {
       out.emplace_back();
       out.back().policy = r.policy;
       curves.emplace_back();
+      with_waste.push_back(0);
     }
     PolicySummary& s = out[it->second];
+    if (r.size_waste_milli && r.capacity_milli > 0) {
+      s.mean_size_waste_pct =
+          s.mean_size_waste_pct.value_or(0.0) + 100.0 * *r.size_waste_milli / static_cast<double>(r.capacity_milli);
+      ++with_waste[it->second];
+    }
     ++s.seeds;
     s.mean_failed_pods += r.failed_pods;
     s.mean_arrivals += static_cast<double>(r.steps.size());
@@ -60,6 +67,10 @@ std::vector<PolicySummary> summarize(const std::vector<StaticRunResult>& runs) {
     s.mean_arrivals /= s.seeds;
     s.mean_wall_seconds /= s.seeds;
     s.mean_final_alloc_pct /= s.seeds;
+    if (with_waste[i] == s.seeds)
+      *s.mean_size_waste_pct /= s.seeds;
+    else
+      s.mean_size_waste_pct.reset();
     for (double* v : {&s.mean_alloc_pct_before_defrag, &s.mean_alloc_pct_after_defrag, &s.mean_moves,
                       &s.mean_running_pods, &s.mean_defrag_admitted_pods, &s.mean_defrag_seconds})
       *v /= s.seeds;
@@ -126,12 +137,13 @@ void write_curves_csv(const std::string& path, const std::vector<StaticRunResult
 
 void write_summary_json(const std::string& path, const std::vector<StaticRunResult>& runs,
                         const std::vector<PolicySummary>& summary, const std::string& cluster_label,
-                        const std::string& workload_label, double tune) {
+                        const std::string& workload_label, double tune, std::optional<double> mix_packing_bound_pct) {
   nlohmann::json j;
   j["cluster"] = cluster_label;
   j["workload"] = workload_label;
   j["tune"] = tune;
   j["capacity_gpu_milli"] = runs.empty() ? 0 : runs.front().capacity_milli;
+  j["mix_packing_bound_pct"] = mix_packing_bound_pct ? nlohmann::json(*mix_packing_bound_pct) : nlohmann::json();
   auto& jr = j["runs"] = nlohmann::json::array();
   for (const StaticRunResult& r : runs) {
     const Curve c = bucket_curve(r);
@@ -142,6 +154,9 @@ void write_summary_json(const std::string& path, const std::vector<StaticRunResu
                   {"final_frag_pct", r.steps.empty() ? 0.0 : 100.0 * r.steps.back().frag_milli / r.capacity_milli},
                   {"failed_pods", r.failed_pods},
                   {"wall_seconds", r.wall_seconds}});
+    jr.back()["size_waste_pct"] = r.size_waste_milli && r.capacity_milli > 0
+                                      ? nlohmann::json(100.0 * *r.size_waste_milli / r.capacity_milli)
+                                      : nlohmann::json();
     if (r.defrag) {
       const StaticDefragResult& d = *r.defrag;
       auto& run = jr.back();
@@ -165,6 +180,7 @@ void write_summary_json(const std::string& path, const std::vector<StaticRunResu
                         {"mean_final_alloc_pct", s.mean_final_alloc_pct},
                         {"mean_failed_pods", s.mean_failed_pods},
                         {"mean_wall_seconds", s.mean_wall_seconds}};
+    p["mean_size_waste_pct"] = s.mean_size_waste_pct ? nlohmann::json(*s.mean_size_waste_pct) : nlohmann::json();
     for (int k : {90, 100, 110, 130}) {
       const double v = at(s.mean.alloc_pct, k);
       p[fmt::format("alloc_pct_at_{}", k)] = std::isnan(v) ? nlohmann::json() : nlohmann::json(v);

@@ -7,6 +7,7 @@
 // documented in docs/REPORTS.md.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct PolicySummary {
   double mean_arrivals = 0;
   double mean_wall_seconds = 0;
   double mean_final_alloc_pct = 0;
+  // Mean of the runs' size_waste_milli in % of capacity: the free capacity
+  // the placed pods' sizes force. Set when every run has it.
+  std::optional<double> mean_size_waste_pct;
   // Set when the runs defragmented after their arrivals (means over seeds).
   bool has_defrag = false;
   double mean_alloc_pct_before_defrag = 0;
@@ -45,9 +49,12 @@ std::string format_comparison_table(const std::vector<PolicySummary>& summary);
 std::string format_defrag_table(const std::vector<PolicySummary>& summary);
 
 void write_curves_csv(const std::string& path, const std::vector<StaticRunResult>& runs);
+// `mix_packing_bound_pct`: frag/packing_prices.h's bound for the workload
+// (written as null when unknown).
 void write_summary_json(const std::string& path, const std::vector<StaticRunResult>& runs,
                         const std::vector<PolicySummary>& summary, const std::string& cluster_label,
-                        const std::string& workload_label, double tune);
+                        const std::string& workload_label, double tune,
+                        std::optional<double> mix_packing_bound_pct = std::nullopt);
 void write_allocation_svg(const std::string& path, const std::vector<PolicySummary>& summary, const std::string& title);
 // The same chart as text; and fragmentation (% of capacity) vs arrived.
 std::string allocation_svg(const std::vector<PolicySummary>& summary, const std::string& title);

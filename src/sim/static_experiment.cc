@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "frag/packing_prices.h"
 #include "model/cluster_state.h"
 #include "sched/scheduler.h"
 #include "sim/random.h"
@@ -71,6 +72,12 @@ StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const R
   }
   state.commit();
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (gpu_use_is_milli(arrivals)) {
+    std::vector<Request> placed;
+    for (size_t i = 0; i < arrivals.size(); ++i)
+      if (out.placements[i].node != kNoNode) placed.push_back(arrivals[i]);
+    out.size_waste_milli = packing_waste_milli(placed);
+  }
   if (after_arrivals) after_arrivals(state, out);
   return out;
 }

@@ -13,7 +13,8 @@
 //   checks plus the policy's scoring cost. When given, `after_arrivals` is
 //   called once after the last arrival with the final state and the result
 //   so far (sim/static_defrag.h uses it to defragment and retry failed pods;
-//   it may change the state but not the recorded steps).
+//   it may change the state but not the recorded steps). Before that it sets
+//   size_waste_milli (one fluid packing LP; not in wall_seconds).
 #pragma once
 
 #include <cstdint>
@@ -49,6 +50,11 @@ struct StaticRunResult {
   int failed_pods = 0;
   double wall_seconds = 0;
   std::optional<StaticDefragResult> defrag;  // set when the run defragmented after its arrivals
+  // GPU milli that the sizes of the pods placed by the arrivals leave free
+  // however they are packed (frag/packing_prices.h: packing_waste_milli);
+  // the rest of the free milli is what the placement left. Set when no
+  // GPU arrival has hardware fields.
+  std::optional<double> size_waste_milli;
 
   double final_alloc_pct() const;
 };

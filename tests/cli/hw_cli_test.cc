@@ -24,6 +24,16 @@ TEST(HwCli, SimulateAcceptsClusterYamlAndWorkloadFiles) {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("fgd"), std::string::npos) << r.output;
   }
+  // MIG slices and sharing modes are not GPU milli alone: no packing bound.
+  const auto out = std::filesystem::temp_directory_path() / "gpupack_hw_cli_bound";
+  const RunResult r = run_gpupack("simulate --cluster " + kEx + "cluster.yaml --workload " + kEx +
+                                  "workload.yaml --policy fgd --tune 0.5 --threads 1 --out " + out.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("packing bound"), std::string::npos) << r.output;
+  std::ifstream in(out / "summary.json");
+  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"mix_packing_bound_pct\": null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"size_waste_pct\": null"), std::string::npos) << json;
 }
 
 TEST(HwCli, SimulateRejectsBadHardwareInput) {

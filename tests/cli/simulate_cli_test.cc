@@ -4,6 +4,7 @@
 #include "support/cli_runner.h"
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,33 @@ TEST(SimulateCli, ReplaysAnOrderWithNodeRanksAndWritesPlacements) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(read_file(dir + "/out/placements.csv"),
             "policy,idx,pod,node,gpus\nfirstfit,0,p2,n2,0\nfirstfit,1,p1,n1,0\nfirstfit,2,p1,,\n");
+}
+
+TEST(SimulateCli, StatesThePackingBoundOfTheMixAndWhatThePlacedSizesForce) {
+  const std::string dir = fresh_temp_dir("cli_bound");
+  std::ofstream(dir + "/nodes.csv")
+      << "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,100000,2,T4\nn2,64000,100000,2,T4\n";
+  // 470s only: GPUs hold two each and keep 60 free, 94% at best.
+  std::ofstream pods(dir + "/pods.csv");
+  pods << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n";
+  for (int i = 0; i < 8; ++i) pods << "p" << i << ",1000,10,1,470\n";
+  pods.close();
+  const RunResult r = run_gpupack("simulate --nodes " + dir + "/nodes.csv --pods " + dir +
+                                  "/pods.csv --policy bestfit,spread --seeds 1-2 --out " + dir + "/out");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("packing bound of the workload's mix: 94.00% GPU allocation"));
+  const auto summary = nlohmann::json::parse(read_file(dir + "/out/summary.json"));
+  EXPECT_NEAR(summary["mix_packing_bound_pct"].get<double>(), 94.0, 1e-9);
+  ASSERT_EQ(summary["runs"].size(), 4u);
+  for (const auto& run : summary["runs"]) {
+    // Whatever a run placed, its 470s force 30 free milli each: 1000 x n / 2 - 470 x n.
+    const double alloc_milli = run["final_alloc_pct"].get<double>() * 4000 / 100;
+    const double placed = std::round(alloc_milli / 470);
+    EXPECT_NEAR(run["size_waste_pct"].get<double>(), 100.0 * 30 * placed / 4000, 1e-6) << run;
+  }
+  for (const char* p : {"bestfit", "spread"})
+    EXPECT_TRUE(summary["policies"][p]["mean_size_waste_pct"].is_number()) << p;
+  EXPECT_THAT(read_file(dir + "/out/report.html"), ::testing::HasSubstr("packing bound of the workload's mix"));
 }
 
 TEST(SimulateCli, BadInputIsReportedWithWhereAndWhat) {

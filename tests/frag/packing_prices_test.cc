@@ -136,5 +136,74 @@ TEST(PackingPrices, MatchTheLpOverEveryPatternOnRandomWorkloads) {
   }
 }
 
+Request gpu_request(int32_t gpu_count, int32_t gpu_milli) {
+  Request r;
+  r.cpu_milli = 1000;
+  r.gpu_count = gpu_count;
+  r.gpu_milli = gpu_milli;
+  return r;
+}
+
+TEST(MixPackingBound, IsWhatTheSizesLeaveWhenTheMixIsPackedAsTightlyAsItCanBe) {
+  // Whole GPUs, and sizes that pair up exactly, waste nothing.
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(1, 1000), gpu_request(8, 1000)}), 1.0, 1e-9);
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(1, 600), gpu_request(1, 400)}), 1.0, 1e-9);
+  // Two 470s leave 60 of each GPU; an 810 leaves 190.
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(1, 470)}), 0.94, 1e-9);
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(1, 810)}), 0.81, 1e-9);
+  // Two 700s for one 300: one GPU holds 700 + 300, the other 700 alone.
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(1, 700), gpu_request(1, 700), gpu_request(1, 300)}),
+              1700.0 / 2000.0, 1e-9);
+  // A 4-GPU pod is four whole items; its GPUs are full, the 810's is not:
+  // (4000 + 810) / (5 GPUs).
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(4, 1000), gpu_request(1, 810)}), 4810.0 / 5000.0,
+              1e-9);
+  // Milli above one GPU count as one GPU each.
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(2, 1500), gpu_request(1, 810)}), 2810.0 / 3000.0,
+              1e-9);
+}
+
+TEST(MixPackingBound, ScalesWithNothingButTheProportions) {
+  std::vector<Request> mix = {gpu_request(1, 650), gpu_request(1, 320), gpu_request(1, 470), gpu_request(1, 470)};
+  const double once = *mix_packing_bound(mix);
+  const std::vector<Request> copy = mix;
+  for (int i = 0; i < 9; ++i) mix.insert(mix.end(), copy.begin(), copy.end());
+  EXPECT_NEAR(*mix_packing_bound(mix), once, 1e-9);
+  // 650 + 320 leaves 30, two 470s leave 60: 1910 milli on 2 GPUs.
+  EXPECT_NEAR(once, 1910.0 / 2000.0, 1e-9);
+}
+
+TEST(PackingWaste, IsTheFreeMilliThePackedSizesCannotAvoid) {
+  // Three 470s need 1.5 GPUs in the fluid packing: 1500 - 1410.
+  EXPECT_NEAR(packing_waste_milli(std::vector<Request>(3, gpu_request(1, 470))), 90.0, 1e-6);
+  EXPECT_NEAR(packing_waste_milli(std::vector<Request>{gpu_request(1, 810), gpu_request(1, 810)}), 380.0, 1e-6);
+  EXPECT_NEAR(packing_waste_milli(std::vector<Request>{gpu_request(1, 600), gpu_request(1, 400)}), 0.0, 1e-6);
+  EXPECT_NEAR(packing_waste_milli(std::vector<Request>{gpu_request(8, 1000)}), 0.0, 1e-6);
+  EXPECT_EQ(packing_waste_milli(std::vector<Request>{}), 0.0);
+}
+
+TEST(GpuUseIsMilli, OnlyWithoutHardwareFieldsOnGpuRequests) {
+  std::vector<Request> plain = {gpu_request(1, 470), gpu_request(0, 0)};
+  EXPECT_TRUE(gpu_use_is_milli(plain));
+  plain[1].numa_aligned = true;  // a CPU-only pod's fields say nothing of GPUs
+  EXPECT_TRUE(gpu_use_is_milli(plain));
+  std::vector<Request> mig = plain;
+  mig[0].mig_profile = "1g.10gb";
+  EXPECT_FALSE(gpu_use_is_milli(mig));
+  std::vector<Request> memory = plain;
+  memory[0].gpu_memory_mib = 8000;
+  EXPECT_FALSE(gpu_use_is_milli(memory));
+  std::vector<Request> devices = plain;
+  devices[1].mig_devices.push_back({});
+  EXPECT_FALSE(gpu_use_is_milli(devices));
+}
+
+TEST(MixPackingBound, IsUnknownWithoutGpuRequests) {
+  EXPECT_FALSE(mix_packing_bound(std::vector<Request>{}).has_value());
+  EXPECT_FALSE(mix_packing_bound(std::vector<Request>{gpu_request(0, 0), gpu_request(1, 0)}).has_value());
+  // CPU-only pods change nothing.
+  EXPECT_NEAR(*mix_packing_bound(std::vector<Request>{gpu_request(0, 0), gpu_request(1, 470)}), 0.94, 1e-9);
+}
+
 }  // namespace
 }  // namespace gpupack

@@ -62,6 +62,38 @@ TEST(RunStatic, RecordsArrivedAllocatedAndFailuresPerArrival) {
   EXPECT_DOUBLE_EQ(r.final_alloc_pct(), 75.0);
 }
 
+TEST(RunStatic, SplitsTheFreeCapacityIntoWhatThePlacedSizesForceAndWhatThePlacementLeft) {
+  const GpuModelId t4 = *GpuCatalog::builtin().find("T4");
+  const std::vector<NodeSpec> nodes = {{"a", 64000, 0, 2, t4}};
+  // Four 470s and a 320: two GPUs hold 470 + 470 each (60 free apiece), the
+  // 320 fails. The placed sizes force 2 x 60 free; the placement left none.
+  std::vector<Request> arrivals(4, Request{1000, 0, 1, 470, 0});
+  arrivals.push_back({1000, 0, 1, 320, 0});
+  auto target = std::make_shared<TargetWorkload>(TargetWorkload::from_requests(arrivals));
+  auto policy = make_policy("bestfit", {1, target});
+  StaticRunResult r = run_static(nodes, arrivals, *policy, {}, *target);
+  EXPECT_EQ(r.failed_pods, 1);
+  ASSERT_TRUE(r.size_waste_milli.has_value());
+  EXPECT_NEAR(*r.size_waste_milli, 120.0, 1e-6);
+  // Whatever the placement of 470, 320, 470 (740 free), the placed sizes
+  // force only what their best packing leaves: 470 + 470 on one GPU, the
+  // 320 a third of a GPU that three 320s would fill: 1000 x 4/3 - 1260.
+  const std::vector<Request> spread = {{1000, 0, 1, 470, 0}, {1000, 0, 1, 320, 0}, {1000, 0, 1, 470, 0}};
+  auto spread_policy = make_policy("spread", {1, target});
+  r = run_static(nodes, spread, *spread_policy, {}, *target);
+  EXPECT_EQ(r.failed_pods, 0);
+  ASSERT_TRUE(r.size_waste_milli.has_value());
+  EXPECT_NEAR(*r.size_waste_milli, 1000.0 * 4 / 3 - 1260.0, 1e-6);
+  // A pod asking for a MIG slice is not measured by its milli: no split.
+  std::vector<Request> mig = arrivals;
+  mig[0].mig_profile = "1g.10gb";
+  mig[0].gpu_milli = 142;
+  auto mig_policy = make_policy("bestfit", {1, target});
+  const GpuModelId a100 = *GpuCatalog::builtin().find("A100-40GB");
+  r = run_static({{"m", 64000, 0, 2, a100}}, mig, *mig_policy, {}, *target);
+  EXPECT_FALSE(r.size_waste_milli.has_value());
+}
+
 TEST(BucketCurve, AveragesPerArrivedPercentAndFillsGapsFromNeighbours) {
   StaticRunResult r;
   r.capacity_milli = 1000;
