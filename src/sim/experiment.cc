@@ -105,6 +105,7 @@ std::vector<StaticRunResult> run_experiment(const ExperimentSpec& spec,
         }
         StaticRunResult r = run_static(spec.nodes, arrivals[s], *policy, std::move(rank), *target, on_step, after);
         r.seed = spec.seeds[s];
+        r.size_waste_milli = placed_size_waste_milli(arrivals[s], r.placements);
         std::lock_guard<std::mutex> lock(mu);
         state.arrivals_done += arrivals[s].size() - reported;
         ++state.jobs_done;

@@ -72,14 +72,17 @@ StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const R
   }
   state.commit();
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (gpu_use_is_milli(arrivals)) {
-    std::vector<Request> placed;
-    for (size_t i = 0; i < arrivals.size(); ++i)
-      if (out.placements[i].node != kNoNode) placed.push_back(arrivals[i]);
-    out.size_waste_milli = packing_waste_milli(placed);
-  }
   if (after_arrivals) after_arrivals(state, out);
   return out;
+}
+
+std::optional<double> placed_size_waste_milli(std::span<const Request> arrivals,
+                                              std::span<const Assignment> placements) {
+  if (!gpu_use_is_milli(arrivals)) return std::nullopt;
+  std::vector<Request> placed;
+  for (size_t i = 0; i < arrivals.size() && i < placements.size(); ++i)
+    if (placements[i].node != kNoNode) placed.push_back(arrivals[i]);
+  return packing_waste_milli(placed);
 }
 
 }  // namespace gpupack

@@ -13,8 +13,12 @@
 //   checks plus the policy's scoring cost. When given, `after_arrivals` is
 //   called once after the last arrival with the final state and the result
 //   so far (sim/static_defrag.h uses it to defragment and retry failed pods;
-//   it may change the state but not the recorded steps). Before that it sets
-//   size_waste_milli (one fluid packing LP; not in wall_seconds).
+//   it may change the state but not the recorded steps).
+// - placed_size_waste_milli(): the GPU milli that the sizes of the pods
+//   placed (placements[i] set) leave free however they are packed
+//   (frag/packing_prices.h: packing_waste_milli; one fluid packing LP, about
+//   1 ms on openb); nullopt when an arrival's GPU use is not its milli alone
+//   (gpu_use_is_milli). run_experiment() sets size_waste_milli with it.
 #pragma once
 
 #include <cstdint>
@@ -50,10 +54,8 @@ struct StaticRunResult {
   int failed_pods = 0;
   double wall_seconds = 0;
   std::optional<StaticDefragResult> defrag;  // set when the run defragmented after its arrivals
-  // GPU milli that the sizes of the pods placed by the arrivals leave free
-  // however they are packed (frag/packing_prices.h: packing_waste_milli);
-  // the rest of the free milli is what the placement left. Set when no
-  // GPU arrival has hardware fields.
+  // placed_size_waste_milli() of the run (set by run_experiment, not by
+  // run_static): the rest of the free milli is what the placement left.
   std::optional<double> size_waste_milli;
 
   double final_alloc_pct() const;
@@ -64,5 +66,8 @@ StaticRunResult run_static(const std::vector<NodeSpec>& nodes, std::span<const R
                            std::vector<int64_t> node_rank, const TargetWorkload& frag_target,
                            const std::function<void(size_t)>& progress = {},
                            const std::function<void(ClusterState&, StaticRunResult&)>& after_arrivals = {});
+
+std::optional<double> placed_size_waste_milli(std::span<const Request> arrivals,
+                                              std::span<const Assignment> placements);
 
 }  // namespace gpupack

@@ -73,8 +73,9 @@ TEST(RunStatic, SplitsTheFreeCapacityIntoWhatThePlacedSizesForceAndWhatThePlacem
   auto policy = make_policy("bestfit", {1, target});
   StaticRunResult r = run_static(nodes, arrivals, *policy, {}, *target);
   EXPECT_EQ(r.failed_pods, 1);
-  ASSERT_TRUE(r.size_waste_milli.has_value());
-  EXPECT_NEAR(*r.size_waste_milli, 120.0, 1e-6);
+  std::optional<double> waste = placed_size_waste_milli(arrivals, r.placements);
+  ASSERT_TRUE(waste.has_value());
+  EXPECT_NEAR(*waste, 120.0, 1e-6);
   // Whatever the placement of 470, 320, 470 (740 free), the placed sizes
   // force only what their best packing leaves: 470 + 470 on one GPU, the
   // 320 a third of a GPU that three 320s would fill: 1000 x 4/3 - 1260.
@@ -82,8 +83,9 @@ TEST(RunStatic, SplitsTheFreeCapacityIntoWhatThePlacedSizesForceAndWhatThePlacem
   auto spread_policy = make_policy("spread", {1, target});
   r = run_static(nodes, spread, *spread_policy, {}, *target);
   EXPECT_EQ(r.failed_pods, 0);
-  ASSERT_TRUE(r.size_waste_milli.has_value());
-  EXPECT_NEAR(*r.size_waste_milli, 1000.0 * 4 / 3 - 1260.0, 1e-6);
+  waste = placed_size_waste_milli(spread, r.placements);
+  ASSERT_TRUE(waste.has_value());
+  EXPECT_NEAR(*waste, 1000.0 * 4 / 3 - 1260.0, 1e-6);
   // A pod asking for a MIG slice is not measured by its milli: no split.
   std::vector<Request> mig = arrivals;
   mig[0].mig_profile = "1g.10gb";
@@ -91,7 +93,7 @@ TEST(RunStatic, SplitsTheFreeCapacityIntoWhatThePlacedSizesForceAndWhatThePlacem
   auto mig_policy = make_policy("bestfit", {1, target});
   const GpuModelId a100 = *GpuCatalog::builtin().find("A100-40GB");
   r = run_static({{"m", 64000, 0, 2, a100}}, mig, *mig_policy, {}, *target);
-  EXPECT_FALSE(r.size_waste_milli.has_value());
+  EXPECT_FALSE(placed_size_waste_milli(mig, r.placements).has_value());
 }
 
 TEST(BucketCurve, AveragesPerArrivedPercentAndFillsGapsFromNeighbours) {
@@ -124,6 +126,10 @@ TEST(Experiment, RunsEveryPolicyAndSeedInParallelDeterministically) {
     EXPECT_EQ(a[i].policy, policy_names()[i / 2]);
     EXPECT_EQ(a[i].placements, b[i].placements) << a[i].policy;
     EXPECT_GT(a[i].final_alloc_pct(), 50.0) << a[i].policy;
+    // The sizes force part of the free milli, never more than all of it.
+    ASSERT_TRUE(a[i].size_waste_milli.has_value()) << a[i].policy;
+    EXPECT_GT(*a[i].size_waste_milli, 0.0) << a[i].policy;
+    EXPECT_LE(*a[i].size_waste_milli, a[i].capacity_milli - a[i].steps.back().used_milli + 1e-6) << a[i].policy;
   }
   spec.policies = {"nope"};
   EXPECT_THROW(run_experiment(spec), std::invalid_argument);
