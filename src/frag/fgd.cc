@@ -29,7 +29,10 @@ TargetWorkload TargetWorkload::from_classes(std::vector<TargetClass> order, int6
   TargetWorkload w;
   int64_t kept = 0;
   for (const TargetClass& c : order) {
-    if (!w.classes.empty() && static_cast<double>(kept) / total >= coverage) break;
+    if (!w.classes.empty() && static_cast<double>(kept) / total >= coverage) {
+      w.tail.push_back(c);
+      continue;
+    }
     w.classes.push_back(c);
     kept += c.count;
   }

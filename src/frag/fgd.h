@@ -52,6 +52,10 @@ struct TargetClass {
 
 struct TargetWorkload {
   std::vector<TargetClass> classes;  // most popular first
+  // The classes past the coverage cut (popularity 0), most popular first:
+  // with `classes`, the whole workload, for rules that must see its rare
+  // classes too (dualfrag's whole-node reserve). FGD's F does not read them.
+  std::vector<TargetClass> tail;
 
   // Classes by (cpu_milli, gpu_milli, gpu_count, model key), memory ignored;
   // sorted by count descending (equal counts keep first appearance), the top

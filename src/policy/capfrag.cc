@@ -36,6 +36,10 @@ CapFragPolicy::CapFragPolicy(std::shared_ptr<const TargetWorkload> target, Optio
     if (!options_.fgd_first) throw std::invalid_argument(name_ + ": the packing loss needs FGD's key below it");
     prices_ = PackingPrices(*target_);
   }
+  if (options_.whole_node_reserve) {
+    if (!options_.fgd_first) throw std::invalid_argument(name_ + ": the whole-node reserve needs FGD's key above it");
+    reserve_ = WholeNodeReserve(*target_);
+  }
   fused_ = options_.fgd_first && weights_ == fgd_weights_ && !options_.one_pod && options_.cpu_capacity;
   if (fused_) pair_ = StrandedPairEvaluator(*target_, weights_);
 }
@@ -92,7 +96,9 @@ int64_t CapFragPolicy::evaluate_after(const ClusterState& state, NodeId node, in
   const int64_t key2 =
       std::clamp<int64_t>(std::llround(static_cast<double>(ds) / weight_sum_) + kHalf, 0, 2 * kHalf - 1);
   const int64_t fgd_key = options_.fgd_key ? key1 : 0;
-  const int64_t low = ((options_.stranded_key ? key2 : 0) << kStrandedKeyShift) + fit;
+  const int64_t reserve_key = options_.whole_node_reserve && !reserve_.reserved(state, node) ? 1 : 0;
+  const int64_t low =
+      (reserve_key << kReserveKeyShift) + ((options_.stranded_key ? key2 : 0) << kStrandedKeyShift) + fit;
   if (!options_.packing_loss) return (fgd_key << kFgdKeyShift) + low;
   // The packing loss of the GPUs the pod takes, in thousandths of a GPU;
   // less loss scores higher.
@@ -114,6 +120,13 @@ void CapFragPolicy::prepare(const ClusterState& state, const Request& req) {
     shape_index_.clear();
     has_hardware_nodes_ = false;
     for (int n = 0; n < state.node_count(); ++n) has_hardware_nodes_ |= state.has_hardware_setup(NodeId{n});
+  }
+  if (options_.whole_node_reserve && reserve_.update(state)) {
+    // The held nodes changed: their cached scores are stale, and so are the
+    // scheduler's class scores (scoring_epoch).
+    ++epoch_;
+    for (auto& shape : cache_)
+      for (Entry& e : shape) e.version = 0;
   }
   use_fallback_ = has_hardware_nodes_ || !req.is_plain();
   if (use_fallback_) {

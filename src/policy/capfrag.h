@@ -48,6 +48,7 @@
 #include "policy/fgd.h"
 #include "policy/policy.h"
 #include "policy/registry.h"
+#include "policy/whole_node_reserve.h"
 
 namespace gpupack {
 
@@ -66,6 +67,9 @@ class CapFragPolicy final : public Policy {
     bool loss_under_fgd = false;
     bool fgd_key = true;
     bool stranded_key = true;
+    // A key under FGD's score, above the pool slack: keep the whole nodes
+    // that the target's largest pods need (policy/whole_node_reserve.h).
+    bool whole_node_reserve = false;
   };
   CapFragPolicy(std::shared_ptr<const TargetWorkload> target, Options options, std::string name);
   explicit CapFragPolicy(std::shared_ptr<const TargetWorkload> target)
@@ -75,15 +79,20 @@ class CapFragPolicy final : public Policy {
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
   // score() writes only the scored node's cache entries.
   bool parallel_score() const override { return true; }
+  // Changes when the whole-node reserve starts or stops holding a group.
+  uint64_t scoring_epoch() const override { return epoch_; }
 
   // The score's layout (with fgd_first), from the top: the packing-loss key
   // (packing_loss only, 13 bits) << kLossKeyShift | key1 = FGD's score
-  // (0..100) << kFgdKeyShift | a 16-bit field left 0 for poolfrag's slack
-  // key (kSlackKeyShift) | key2 (16 bits) << kStrandedKeyShift | key3 (10 bits).
+  // (0..100) << kFgdKeyShift | the whole-node reserve key (1 bit, 1 = the
+  // node is not held; whole_node_reserve only) << kReserveKeyShift | a 16-bit
+  // field left 0 for poolfrag's slack key (kSlackKeyShift) | key2 (16 bits)
+  // << kStrandedKeyShift | key3 (10 bits).
   static constexpr int kStrandedKeyShift = 10;
   static constexpr int kSlackKeyShift = 26;
-  static constexpr int kFgdKeyShift = 42;
-  static constexpr int kLossKeyShift = 49;
+  static constexpr int kReserveKeyShift = 42;
+  static constexpr int kFgdKeyShift = 43;
+  static constexpr int kLossKeyShift = 50;
   static constexpr int64_t kLossKeyMax = (int64_t{1} << 13) - 1;  // loss of 8.191 GPUs or more
   // With loss_under_fgd (ablation): FGD's key << 56, the loss key << 43,
   // the rest as above.
@@ -124,6 +133,8 @@ class CapFragPolicy final : public Policy {
   std::map<std::tuple<int64_t, int32_t, int32_t>, size_t> shape_index_;
   std::vector<std::vector<Entry>> cache_;  // [shape][node]
   std::vector<Entry>* current_ = nullptr;
+  WholeNodeReserve reserve_;  // with whole_node_reserve
+  uint64_t epoch_ = 0;
 };
 
 // The ablation variants (name, what changes, factory), "capfrag-..." names.

@@ -11,32 +11,48 @@
 //     a GPU that the placement gives up for good, in the workload's own
 //     prices (a 320 next to a 470, leaving 210, when 470s pair with each
 //     other and 650s with 320s: 1/6). Compared in thousandths of a GPU.
-//  2. FGD's score (policy/fgd.h), then poolfrag's pool slack, capfrag's
-//     stranded capacity S and best fit (policy/poolfrag.h, policy/capfrag.h):
-//     among placements that lose nothing, the GPU and node questions that
-//     the per-GPU prices do not see (whole GPUs for multi-GPU pods, CPU,
-//     GPU models) decide as in poolfrag.
-//  3. Then the scheduler's node rank.
+//  2. FGD's score (policy/fgd.h).
+//  3. The whole-node reserve (policy/whole_node_reserve.h): not taking a
+//     fully free node held for the pods that need a whole one (the largest
+//     GPU count, or a shape only the largest nodes have), while such nodes
+//     are no more than the pods of that kind expected as the free capacity
+//     fills.
+//  4. poolfrag's pool slack, capfrag's stranded capacity S and best fit
+//     (policy/poolfrag.h, policy/capfrag.h).
+//     Keys 2-4: among placements that lose nothing, the GPU and node
+//     questions that the per-GPU prices do not see (whole GPUs and nodes for
+//     multi-GPU pods, CPU, GPU models) decide as in poolfrag.
+//  5. Then the scheduler's node rank.
 // Why the loss goes above FGD's score: FGD's F asks, per class, whether one
 // pod still fits a GPU, so it cannot tell a 530-milli gap that a 470 will
 // fill from one that only a 320 will half fill; the prices know which sizes
 // the workload has to pair. Under FGD's score (as a tie-break) the same key
 // is worth next to nothing, since FGD's choice has already opened the
 // wrong gap (bench/RESULTS.md, "dualfrag").
+// Why the reserve: S breaks FGD's many ties towards CPU-rich fresh nodes, so
+// without key 3 the G3 nodes (the only hosts of openb's 120-core 8-GPU pods,
+// too rare for FGD's target) and then every whole 8-GPU node go early, and
+// dualfrag placed 1-2 pp less than FGD from 80 to 95% arrived (-1.91 at
+// worst on default); with it -0.48, and +0.06 pp at 130% (bench/RESULTS.md,
+// "The whole-node reserve").
 // This is the primal-dual rule of online stochastic bin packing (items drawn
 // from a known distribution are placed where the reduced cost under the
 // fluid LP's duals is least), applied per GPU, with the target workload as
 // the distribution, as FGD uses it.
 //
-// Constants: none fitted. The prices come from the target's class counts;
+// Constants: none fitted. The prices come from the target's class counts,
+// the reserve from its pod counts and the free capacity (horizons of 0.5x
+// and 2x the free capacity measured in bench/RESULTS.md);
 // the loss is compared in steps of 1/1000 of a GPU (steps of 1/100 and
 // 1/20 give the same 10-seed curves on the four openb traces, since the
 // openb prices are multiples of 1/12; sensitivity table in bench/RESULTS.md).
 //
 // Cost: the prices are one small LP at construction (a few ms for the openb
 // targets); a candidate costs capfrag's evaluation plus one table lookup per
-// GPU taken. Scores depend on node state and request only, so the node-class
-// walk and class index apply. Requests that are not plain, and clusters with
+// GPU taken, and the reserve one pass over the largest nodes per decision.
+// Scores depend on node state and request, and on whether each reserve
+// group is held: when that changes, scoring_epoch() changes and the
+// scheduler drops the class scores it keeps. Requests that are not plain, and clusters with
 // a hardware-configured node, are scored by FGD as in capfrag.
 #pragma once
 

@@ -18,8 +18,14 @@ void LearnedTargetPolicy::prepare(const ClusterState& state, const Request& req)
     inner_ = make_inner_({seed_, target_});
     next_rebuild_ = seen_.size() * 2;
     ++rebuilds_;
+    ++epoch_;
+    inner_epoch_ = inner_->scoring_epoch();
   }
   inner_->prepare(state, req);
+  if (inner_->scoring_epoch() != inner_epoch_) {  // the inner policy's scores changed too
+    inner_epoch_ = inner_->scoring_epoch();
+    ++epoch_;
+  }
 }
 
 }  // namespace gpupack

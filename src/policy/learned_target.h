@@ -14,7 +14,7 @@
 //   the first prepare() the target is empty.
 // - Each rebuild changes scoring_epoch(): scores for the same node state and
 //   request may change, so a Scheduler drops the class scores it keeps
-//   across decisions.
+//   across decisions. So does a change of the inner policy's own epoch.
 // - score() and the scoring properties are the inner policy's.
 // Why doubling and not every arrival: a rebuild starts the inner policy's
 // per-node caches cold (a capfrag decision with cold caches costs 5-7x a warm
@@ -44,7 +44,7 @@ class LearnedTargetPolicy final : public Policy {
   bool normalizes_scores() const override { return inner_->normalizes_scores(); }
   bool scores_by_state() const override { return inner_->scores_by_state(); }
   bool parallel_score() const override { return inner_->parallel_score(); }
-  uint64_t scoring_epoch() const override { return rebuilds_; }
+  uint64_t scoring_epoch() const override { return epoch_; }
 
   // The target the inner policy uses now, and the requests counted (tests).
   const TargetWorkload& target() const { return *target_; }
@@ -57,6 +57,8 @@ class LearnedTargetPolicy final : public Policy {
   std::vector<Request> seen_;
   size_t next_rebuild_ = 1;
   uint64_t rebuilds_ = 0;
+  uint64_t epoch_ = 0;        // changes at each rebuild and with the inner policy's epoch
+  uint64_t inner_epoch_ = 0;  // the inner policy's epoch last seen
   std::shared_ptr<const TargetWorkload> target_;
   std::unique_ptr<Policy> inner_;
 };

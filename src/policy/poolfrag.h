@@ -60,6 +60,7 @@ class PoolFragPolicy final : public Policy {
   void prepare(const ClusterState& state, const Request& req) override;
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
   bool parallel_score() const override { return true; }
+  uint64_t scoring_epoch() const override { return capfrag_.scoring_epoch(); }
 
   // slack(P) of the pool of `model` in `state` (infinity when no constrained
   // class needs it, 0 when the cluster has no GPU of that model). For tests.

@@ -46,6 +46,13 @@ TEST(FgdTargetWorkload, KeepsTheMostPopularClassesUpToCoverage) {
   EXPECT_EQ(w.classes[0].gpu_milli, 500);
   EXPECT_DOUBLE_EQ(w.classes[0].popularity, (0.6) / (0.9));
   EXPECT_NEAR(w.classes[0].popularity + w.classes[1].popularity, 1.0, 1e-12);
+  // The class past the cut is kept aside, with its count and no popularity.
+  ASSERT_EQ(w.tail.size(), 1u);
+  EXPECT_EQ(w.tail[0].gpu_milli, 1000);
+  EXPECT_EQ(w.tail[0].cpu_milli, 4000);
+  EXPECT_EQ(w.tail[0].count, 1);
+  EXPECT_EQ(w.tail[0].popularity, 0.0);
+  EXPECT_TRUE(TargetWorkload::from_requests(reqs, {}, 1.0).tail.empty());
   // Memory is not part of a class.
   reqs.push_back({1000, 99999, 1, 500, 0});
   EXPECT_EQ(TargetWorkload::from_requests(reqs, {}, 1.0).classes[0].count, 7);

@@ -1,0 +1,104 @@
+#include "policy/whole_node_reserve.h"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+
+namespace gpupack {
+namespace {
+
+using Shape = std::tuple<int32_t, int64_t, int64_t>;  // GPUs, CPU, memory
+
+bool dominates(const Shape& a, const Shape& b) {  // a >= b everywhere, > somewhere
+  return std::get<0>(a) >= std::get<0>(b) && std::get<1>(a) >= std::get<1>(b) && std::get<2>(a) >= std::get<2>(b) &&
+         a != b;
+}
+
+}  // namespace
+
+WholeNodeReserve::WholeNodeReserve(const TargetWorkload& target) {
+  classes_ = target.classes;
+  classes_.insert(classes_.end(), target.tail.begin(), target.tail.end());
+  for (const TargetClass& c : classes_)
+    workload_gpu_milli_ += static_cast<double>(c.count) * c.gpu_count * std::min(c.gpu_milli, kGpuMilliPerGpu);
+}
+
+bool WholeNodeReserve::fully_free(const ClusterState& state, NodeId node) {
+  return state.gpu_free_total_milli(node) == int64_t{state.gpu_count(node)} * kGpuMilliPerGpu &&
+         state.cpu_free_milli(node) == state.cpu_total_milli(node);
+}
+
+void WholeNodeReserve::build(const ClusterState& state) {
+  node_count_ = state.node_count();
+  stamp_ = state.tie_order_stamp();
+  member_.assign(static_cast<size_t>(node_count_), 0);
+  for (Group& g : groups_) g = Group{};
+  if (workload_gpu_milli_ <= 0) return;
+
+  std::set<Shape> shapes;
+  int32_t most_gpus = 0;
+  for (int n = 0; n < node_count_; ++n) {
+    const NodeId id{n};
+    if (state.gpu_count(id) == 0) continue;
+    shapes.emplace(state.gpu_count(id), state.cpu_total_milli(id), state.memory_total_mib(id));
+    most_gpus = std::max(most_gpus, state.gpu_count(id));
+  }
+  std::set<Shape> maximal;
+  for (const Shape& s : shapes)
+    if (std::none_of(shapes.begin(), shapes.end(), [&](const Shape& t) { return dominates(t, s); })) maximal.insert(s);
+  const bool maximal_group = maximal.size() < shapes.size();
+
+  double largest_pods = 0, maximal_pods = 0;
+  for (const TargetClass& c : classes_) {
+    if (c.gpu_count <= 0 || c.count <= 0) continue;
+    if (most_gpus >= 2 && c.gpu_count == most_gpus) largest_pods += static_cast<double>(c.count);
+    if (!maximal_group) continue;
+    bool any_host = false, only_maximal = true;
+    for (const Shape& s : shapes) {
+      if (std::get<0>(s) < c.gpu_count || std::get<1>(s) < c.cpu_milli) continue;
+      any_host = true;
+      only_maximal = only_maximal && maximal.count(s) > 0;
+    }
+    if (any_host && only_maximal) maximal_pods += static_cast<double>(c.count);
+  }
+  groups_[0].pods_per_milli = largest_pods / workload_gpu_milli_;
+  groups_[1].pods_per_milli = maximal_pods / workload_gpu_milli_;
+  for (int n = 0; n < node_count_; ++n) {
+    const NodeId id{n};
+    if (state.gpu_count(id) == 0) continue;
+    const Shape s{state.gpu_count(id), state.cpu_total_milli(id), state.memory_total_mib(id)};
+    if (largest_pods > 0 && state.gpu_count(id) == most_gpus) {
+      groups_[0].nodes.push_back(n);
+      member_[static_cast<size_t>(n)] |= 1;
+    }
+    if (maximal_pods > 0 && maximal.count(s) > 0) {
+      groups_[1].nodes.push_back(n);
+      member_[static_cast<size_t>(n)] |= 2;
+    }
+  }
+}
+
+bool WholeNodeReserve::update(const ClusterState& state) {
+  if (node_count_ != state.node_count() || stamp_ != state.tie_order_stamp()) build(state);
+  const double free_milli = static_cast<double>(state.gpu_capacity_milli() - state.gpu_used_milli());
+  bool changed = false;
+  for (Group& g : groups_) {
+    if (g.nodes.empty()) continue;
+    g.free_nodes = 0;
+    for (int32_t n : g.nodes) g.free_nodes += fully_free(state, NodeId{n}) ? 1 : 0;
+    g.reserve = g.pods_per_milli * free_milli;
+    const bool holding = static_cast<double>(g.free_nodes) <= g.reserve;
+    changed = changed || holding != g.holding;
+    g.holding = holding;
+  }
+  return changed;
+}
+
+bool WholeNodeReserve::reserved(const ClusterState& state, NodeId node) const {
+  const size_t i = index(node);
+  if (i >= member_.size() || member_[i] == 0) return false;
+  const bool held = ((member_[i] & 1) && groups_[0].holding) || ((member_[i] & 2) && groups_[1].holding);
+  return held && fully_free(state, node);
+}
+
+}  // namespace gpupack

@@ -1,0 +1,79 @@
+// WholeNodeReserve: fully free nodes kept for the pods that need a whole
+// node, as many as such pods are expected while the cluster's free GPU
+// capacity fills (dualfrag's key under FGD's score, policy/dualfrag.h).
+//
+// Contract. Two groups of nodes, each with the pods of the target workload
+// (its classes and its tail: every class, rare ones included) that need one:
+// - largest: the nodes with the most GPUs (at least 2), for the pods asking
+//   for that many GPUs (openb: 8-GPU nodes, 8-GPU pods);
+// - maximal: the nodes of a shape that no other node's shape dominates
+//   (GPUs, CPU and memory all at least as large, one larger), for the GPU
+//   pods that by GPU count and CPU only such nodes can host (openb: G3 nodes,
+//   128 cores, the only hosts of the 8-GPU pods of 120 cores). Only when
+//   some GPU node is not maximal (otherwise every pod would count).
+// Models are not considered (poolfrag's slack keeps the pools that model
+// constraints need). A group's reserve is
+//   R = (its pods in the workload / the workload's GPU milli) x the cluster's
+//       free GPU milli,
+// the pods of the group expected among the arrivals that fill the free
+// capacity now left. While a group's fully free nodes (every GPU free, CPU
+// untouched) number at most R, reserved() is true for them: a placement
+// there takes a node such a pod needs, when the reserve has none to spare.
+//
+// update() is called once per decision (the scheduler's prepare): it
+// recomputes the groups when the cluster changes (node count or
+// tie_order_stamp, O(nodes^2) over distinct shapes, once), then counts the
+// groups' fully free nodes, O(group nodes). It returns true when the reserved
+// set's rule changed (a group's "at most R" flipped), so that scores cached
+// for the group's fully free nodes are dropped. A default-constructed
+// reserve (or a workload without such pods) reserves nothing.
+//
+// Why: FGD keeps whole nodes through the fragmentation its 8-GPU classes
+// see, but its integer score ties many nodes, and capfrag's S, which breaks
+// the ties, prefers CPU-rich fresh nodes: on openb the G3 nodes go first and
+// the 8-GPU pods of 120 cores, too rare for FGD's target, fail from 30%
+// arrived. The reserve needs no constant: the horizon is the free capacity
+// itself (a table of 0.5x and 2x in bench/RESULTS.md, "dualfrag").
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "frag/fgd.h"
+#include "model/cluster_state.h"
+
+namespace gpupack {
+
+class WholeNodeReserve {
+ public:
+  WholeNodeReserve() = default;
+  explicit WholeNodeReserve(const TargetWorkload& target);
+
+  bool update(const ClusterState& state);
+  bool reserved(const ClusterState& state, NodeId node) const;
+
+  // For tests: each group's reserve R and its fully free nodes, as of the
+  // last update(); group 0 = largest, 1 = maximal.
+  double reserve(int group) const { return groups_[static_cast<size_t>(group)].reserve; }
+  int free_nodes(int group) const { return groups_[static_cast<size_t>(group)].free_nodes; }
+
+ private:
+  struct Group {
+    std::vector<int32_t> nodes;  // node indices
+    double pods_per_milli = 0;   // the group's pods / the workload's GPU milli
+    double reserve = 0;
+    int free_nodes = 0;
+    bool holding = false;  // free_nodes <= reserve (and there are pods to hold for)
+  };
+  void build(const ClusterState& state);
+  static bool fully_free(const ClusterState& state, NodeId node);
+
+  std::vector<TargetClass> classes_;  // the whole workload
+  double workload_gpu_milli_ = 0;
+  int node_count_ = -1;
+  uint64_t stamp_ = 0;
+  Group groups_[2];
+  std::vector<uint8_t> member_;  // per node: bit 0 largest, bit 1 maximal
+};
+
+}  // namespace gpupack

@@ -1,0 +1,124 @@
+// The whole-node reserve (policy/whole_node_reserve.h) on hand-built
+// clusters whose reserves follow from the rule, and its key in dualfrag.
+#include "policy/whole_node_reserve.h"
+
+#include <gtest/gtest.h>
+
+#include "policy/capfrag.h"
+#include "policy/registry.h"
+#include "sched/scheduler.h"
+
+namespace gpupack {
+namespace {
+
+const GpuModelId kG2 = *GpuCatalog::builtin().find("G2");
+const GpuModelId kG3 = *GpuCatalog::builtin().find("G3");
+const GpuModelId kT4 = *GpuCatalog::builtin().find("T4");
+
+// A G3 node (8 GPUs, 128 cores: no other node's shape dominates it), two G2
+// nodes (8 GPUs, 96 cores) and a 2-GPU T4 node: 26 GPUs.
+std::vector<NodeSpec> cluster() {
+  return {{"g3", 128000, 786432, 8, kG3},
+          {"g2-a", 96000, 393216, 8, kG2},
+          {"g2-b", 96000, 393216, 8, kG2},
+          {"t4", 96000, 393216, 2, kT4}};
+}
+
+// 100 one-GPU pods of 8 cores; `exclusive` 8-GPU pods of 120 cores (only the
+// G3 hosts them); `eight` 8-GPU pods of 64 cores (any 8-GPU node).
+TargetWorkload workload(int exclusive, int eight) {
+  std::vector<Request> pods(100, Request{8000, 0, 1, 1000, 0});
+  for (int i = 0; i < exclusive; ++i) pods.push_back({120000, 0, 8, 1000, 0});
+  for (int i = 0; i < eight; ++i) pods.push_back({64000, 0, 8, 1000, 0});
+  return TargetWorkload::from_requests(pods, {}, 0.85);  // the 8-GPU classes fall in the tail
+}
+
+TEST(WholeNodeReserve, HoldsAGroupsFullyFreeNodesWhileTheyAreNoMoreThanItsExpectedPods) {
+  const TargetWorkload target = workload(10, 2);
+  ASSERT_EQ(target.tail.size(), 2u);  // the rule reads the whole workload, tail included
+  WholeNodeReserve r(target);
+  ClusterState s(cluster());
+  EXPECT_TRUE(r.update(s));  // the maximal group starts holding
+  // Workload GPU milli 100 x 1000 + 12 x 8000 = 196,000; cluster free 26,000.
+  // Largest (8-GPU nodes): 12 pods -> R = 12 x 26,000 / 196,000 = 1.59, 3 free.
+  // Maximal (the G3): 10 pods -> R = 1.33, 1 free: held.
+  EXPECT_NEAR(r.reserve(0), 12.0 * 26000 / 196000, 1e-9);
+  EXPECT_EQ(r.free_nodes(0), 3);
+  EXPECT_NEAR(r.reserve(1), 10.0 * 26000 / 196000, 1e-9);
+  EXPECT_EQ(r.free_nodes(1), 1);
+  EXPECT_TRUE(r.reserved(s, NodeId{0}));
+  EXPECT_FALSE(r.reserved(s, NodeId{1}));
+  EXPECT_FALSE(r.reserved(s, NodeId{3}));  // in no group
+  EXPECT_FALSE(r.update(s));               // nothing changed
+
+  // One pod on each G2: one fully free 8-GPU node left, at most R = 1.47.
+  // The largest group now holds too, but only fully free nodes are held.
+  ASSERT_EQ(s.bind(PodId{0}, Request{8000, 0, 1, 1000, 0}, {NodeId{1}, 1u, 1000}).code, Status::Code::kSuccess);
+  ASSERT_EQ(s.bind(PodId{1}, Request{8000, 0, 1, 1000, 0}, {NodeId{2}, 1u, 1000}).code, Status::Code::kSuccess);
+  EXPECT_TRUE(r.update(s));
+  EXPECT_NEAR(r.reserve(0), 12.0 * 24000 / 196000, 1e-9);
+  EXPECT_EQ(r.free_nodes(0), 1);
+  EXPECT_TRUE(r.reserved(s, NodeId{0}));
+  EXPECT_FALSE(r.reserved(s, NodeId{1}));
+  // A pod on the G3 (CPU only) ends the G3's hold: it is no longer whole.
+  ASSERT_EQ(s.bind(PodId{2}, Request{1000, 0, 0, 0, 0}, {NodeId{0}, 0u, 0}).code, Status::Code::kSuccess);
+  r.update(s);
+  EXPECT_EQ(r.free_nodes(1), 0);
+  EXPECT_FALSE(r.reserved(s, NodeId{0}));
+}
+
+TEST(WholeNodeReserve, ReservesNothingWithoutPodsThatNeedAWholeNode) {
+  // No 8-GPU pod: neither group has pods to hold for.
+  WholeNodeReserve r(workload(0, 0));
+  const ClusterState s(cluster());
+  EXPECT_FALSE(r.update(s));
+  for (int n = 0; n < 4; ++n) EXPECT_FALSE(r.reserved(s, NodeId{n})) << n;
+  // A default-constructed reserve holds nothing either.
+  WholeNodeReserve none;
+  EXPECT_FALSE(none.update(s));
+  EXPECT_FALSE(none.reserved(s, NodeId{0}));
+}
+
+TEST(WholeNodeReserve, OnNodesOfOneShapeOnlyTheLargestGroupCounts) {
+  // Every node is maximal, so "only maximal nodes host it" says nothing:
+  // the 120-core pods count as 8-GPU pods only.
+  const ClusterState s({{"a", 128000, 786432, 8, kG3}, {"b", 128000, 786432, 8, kG3}});
+  WholeNodeReserve r(workload(10, 0));
+  r.update(s);
+  EXPECT_EQ(r.reserve(1), 0.0);
+  EXPECT_NEAR(r.reserve(0), 10.0 * 16000 / 180000, 1e-9);
+  EXPECT_EQ(r.free_nodes(0), 2);
+}
+
+// In dualfrag the key sits under FGD's score: a held node scores one step of
+// kReserveKeyShift below what it would score without the reserve, and the
+// others exactly as without it; the scheduler then keeps the G3 whole for a
+// pod that fits elsewhere. Changing the held set changes scoring_epoch().
+TEST(WholeNodeReserve, DualfragKeepsAHeldNodeWholeForPodsThatFitElsewhere) {
+  const auto target = std::make_shared<const TargetWorkload>(workload(10, 2));
+  CapFragPolicy::Options with, without;
+  with.packing_loss = without.packing_loss = true;
+  with.whole_node_reserve = true;
+  CapFragPolicy held(target, with, "with"), plain(target, without, "without");
+  const ClusterState s(cluster());
+  const Request pod{8000, 0, 1, 1000, 0};
+  EXPECT_EQ(held.scoring_epoch(), 0u);
+  held.prepare(s, pod);
+  plain.prepare(s, pod);
+  EXPECT_EQ(held.scoring_epoch(), 1u);  // the G3 became held
+  const int64_t step = int64_t{1} << CapFragPolicy::kReserveKeyShift;
+  EXPECT_EQ(held.score(s, NodeId{0}, pod).score, plain.score(s, NodeId{0}, pod).score);
+  for (int n = 1; n < 4; ++n)
+    EXPECT_EQ(held.score(s, NodeId{n}, pod).score, plain.score(s, NodeId{n}, pod).score + step) << n;
+  auto dualfrag = make_policy("dualfrag", {1, target});
+  const Decision d = Scheduler(*dualfrag).decide(s, pod);
+  ASSERT_TRUE(d.placed());
+  EXPECT_NE(d.assignment.node, NodeId{0});
+  // The pod the G3 is held for still goes there: it fits nowhere else.
+  const Decision big = Scheduler(*dualfrag).decide(s, Request{120000, 0, 8, 1000, 0});
+  ASSERT_TRUE(big.placed());
+  EXPECT_EQ(big.assignment.node, NodeId{0});
+}
+
+}  // namespace
+}  // namespace gpupack
