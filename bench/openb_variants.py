@@ -9,10 +9,13 @@ They stand in for the FGD paper's other traces; they are not those traces.
                          (same name) with probability 0.3 / 0.6
   mg20, mg35             default plus each multigpu50 pod absent from default
                          with probability 20/50 / 35/50
+  gs_keep25/50/75        gpuspec33 with gpu_spec cleared on each constrained pod
+                         with probability 1 - K% (bench/RESULTS.md, "poolfrag")
 
 Usage: bench/openb_variants.py OUTDIR [OPENB]   (OPENB default ../shared/traces/openb)
 Writes OUTDIR/openb_pod_list_<name>.csv; deterministic (one random.Random(11)
-drawn in the order above).
+drawn in the order above for the first seven; a random.Random(7) per gs_keep
+trace, one draw per constrained pod in file order).
 """
 import csv
 import os
@@ -38,10 +41,11 @@ def main():
     fields, default = load(openb, "default")
     _, gpushare = load(openb, "gpushare100")
     _, multigpu = load(openb, "multigpu50")
+    spec_fields, gpuspec = load(openb, "gpuspec33")
 
-    def write(name, rows):
+    def write(name, rows, columns=None):
         with open(os.path.join(out, f"openb_pod_list_{name}.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=fields)
+            w = csv.DictWriter(f, fieldnames=columns or fields)
             w.writeheader()
             w.writerows(rows)
 
@@ -65,6 +69,14 @@ def main():
     extra = [r for r in multigpu if r["name"] not in names]
     for pct in (20, 35):
         write(f"mg{pct}", list(default) + [r for r in extra if rng.random() < pct / 50])
+    for keep in (25, 50, 75):
+        keep_rng, rows = random.Random(7), []
+        for r in gpuspec:
+            r = dict(r)
+            if r["gpu_spec"] and keep_rng.random() >= keep / 100:
+                r["gpu_spec"] = ""
+            rows.append(r)
+        write(f"gs_keep{keep}", rows, spec_fields)
 
 
 if __name__ == "__main__":
