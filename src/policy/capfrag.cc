@@ -174,16 +174,18 @@ std::vector<PolicyInfo> capfrag_ablation() {
   v.push_back(make("capfrag-fgdexact", "FGD's F, exact (no sigmoid), best fit",
                    O{.fgd_first = false, .one_pod = true, .cpu_capacity = false}));
   // dualfrag's ingredients (policy/dualfrag.h): the same keys on capfrag,
-  // without poolfrag's slack key ("-cap"), and with one key moved or left out.
-  v.push_back(make("dualfrag-cap", "dualfrag without the pool slack key", O{.packing_loss = true}));
-  v.push_back(make("dualfrag-under", "the packing loss under FGD's key, no pool slack",
-                   O{.packing_loss = true, .loss_under_fgd = true}));
-  v.push_back(make("dualfrag-nofgd", "the packing loss, then S and best fit, no pool slack",
-                   O{.packing_loss = true, .fgd_key = false}));
-  v.push_back(make("dualfrag-nos", "the packing loss, FGD, best fit, no pool slack",
-                   O{.packing_loss = true, .stranded_key = false}));
+  // whole-node reserve included, without poolfrag's slack key ("-cap"), and
+  // with one key moved or left out.
   v.push_back(
-      make("dualfrag-nofit", "the packing loss, FGD, S, no pool slack", O{.tie_break = false, .packing_loss = true}));
+      make("dualfrag-cap", "dualfrag without the pool slack key", O{.packing_loss = true, .whole_node_reserve = true}));
+  v.push_back(make("dualfrag-under", "the packing loss under FGD's key, no pool slack",
+                   O{.packing_loss = true, .loss_under_fgd = true, .whole_node_reserve = true}));
+  v.push_back(make("dualfrag-nofgd", "the packing loss, then the reserve, S and best fit, no pool slack",
+                   O{.packing_loss = true, .fgd_key = false, .whole_node_reserve = true}));
+  v.push_back(make("dualfrag-nos", "the packing loss, FGD, the reserve, best fit, no pool slack",
+                   O{.packing_loss = true, .stranded_key = false, .whole_node_reserve = true}));
+  v.push_back(make("dualfrag-nofit", "the packing loss, FGD, the reserve, S, no pool slack",
+                   O{.tie_break = false, .packing_loss = true, .whole_node_reserve = true}));
   return v;
 }
 
