@@ -14,6 +14,12 @@ namespace {
 constexpr int kMilli = kGpuMilliPerGpu;
 constexpr double kTolerance = 1e-9;
 constexpr int kMaxRows = 100000;  // far above what any target needs; a safeguard
+// With more sizes than this the cutting planes (a knapsack over the sizes
+// each, and as many as the LP needs) take seconds to minutes, so the LP runs
+// on the sizes rounded down to multiples of kSizeGrid (packing_prices.h).
+constexpr size_t kMaxExactSizes = 100;
+constexpr int32_t kSizeGrid = 10;
+int32_t grid_size(int32_t size) { return size < kSizeGrid ? size : size - size % kSizeGrid; }
 
 // K(x) for x = 0..1000 over (size, price) items, and for x = 1000 the
 // multiset reaching it (counts per item index).
@@ -81,6 +87,15 @@ PackingPrices::PackingPrices(const std::vector<std::pair<int32_t, double>>& list
     items[size] += n;
   }
   if (items.empty()) return;
+  std::vector<int32_t> exact_sizes;  // priced by their rounded size (many sizes only)
+  if (items.size() > kMaxExactSizes) {
+    std::map<int32_t, double> coarse;
+    for (const auto& [size, n] : items) {
+      exact_sizes.push_back(size);
+      coarse[grid_size(size)] += n;
+    }
+    items = std::move(coarse);
+  }
   std::vector<int32_t> sizes;
   std::vector<double> demand;
   for (const auto& [size, n] : items) {
@@ -143,6 +158,8 @@ PackingPrices::PackingPrices(const std::vector<std::pair<int32_t, double>>& list
     price_of_[static_cast<size_t>(sizes[i])] = price[i];
     fluid_gpus_ += demand[i] * price[i];
   }
+  for (int32_t size : exact_sizes)
+    price_of_[static_cast<size_t>(size)] = price_of_[static_cast<size_t>(grid_size(size))];
   gap_value_ = knapsack(sizes, price).value;
 }
 
@@ -159,6 +176,7 @@ double PackingPrices::loss(int32_t free_before_milli, int32_t free_after_milli) 
 }
 
 namespace {
+// (size -> items, requested milli) of the GPU items of `requests`.
 // (size -> items, requested milli) of the GPU items of `requests`.
 std::pair<std::map<int32_t, double>, double> gpu_items(std::span<const Request> requests) {
   std::map<int32_t, double> items;

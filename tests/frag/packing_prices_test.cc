@@ -182,6 +182,46 @@ TEST(PackingWaste, IsTheFreeMilliThePackedSizesCannotAvoid) {
   EXPECT_EQ(packing_waste_milli(std::vector<Request>{}), 0.0);
 }
 
+TEST(PackingWaste, ManySizesArePackedRoundedDownAndStayALowerBound) {
+  // 999 distinct sizes: the LP runs on the sizes rounded down to multiples
+  // of 10 (its GPUs then never exceed the exact packing's), against the
+  // exact requested milli.
+  std::vector<Request> many, rounded;
+  double exact_milli = 0, rounded_milli = 0;
+  for (int32_t m = 1; m <= 999; ++m) {
+    many.push_back(gpu_request(1, m));
+    const int32_t r = m < 10 ? m : m - m % 10;
+    rounded.push_back(gpu_request(1, r));
+    exact_milli += m;
+    rounded_milli += r;
+  }
+  const double rounded_gpus_milli = packing_waste_milli(rounded) + rounded_milli;  // 1000 x its fluid GPUs
+  EXPECT_NEAR(packing_waste_milli(many), std::max(0.0, rounded_gpus_milli - exact_milli), 1e-6);
+  const double bound = *mix_packing_bound(many);
+  EXPECT_GT(bound, 0.5);
+  EXPECT_LE(bound, 1.0);
+  // Up to 100 sizes the LP is exact: 100 sizes of 10..1000 step 10.
+  std::vector<Request> hundred;
+  for (int32_t m = 10; m <= 1000; m += 10) hundred.push_back(gpu_request(1, m));
+  Items items;
+  for (int32_t m = 10; m <= 1000; m += 10) items.emplace_back(m, 1.0);
+  EXPECT_NEAR(packing_waste_milli(hundred), 1000 * PackingPrices(items).fluid_gpus() - 50500, 1e-6);
+}
+
+TEST(PackingPrices, ManySizesArePricedByTheirRoundedSizeAndStayFeasible) {
+  Items items, rounded;
+  for (int32_t m = 1; m <= 999; m += 2) items.emplace_back(m, 1.0 + m % 7);
+  for (const auto& [m, n] : items) rounded.emplace_back(m < 10 ? m : m - m % 10, n);
+  const PackingPrices p(items), r(rounded);
+  EXPECT_EQ(p.prices(), r.prices());  // the LP of the rounded sizes
+  EXPECT_NEAR(p.fluid_gpus(), r.fluid_gpus(), 1e-9);
+  EXPECT_LE(p.gap_value(1000), 1.0 + 1e-9);
+  for (const auto& [m, n] : items) {
+    EXPECT_EQ(p.price(m), r.price(m < 10 ? m : m - m % 10)) << m;
+    for (int32_t before = m; before <= 1000; before += 37) EXPECT_GE(p.loss(before, before - m), 0.0) << m;
+  }
+}
+
 TEST(GpuUseIsMilli, OnlyWithoutHardwareFieldsOnGpuRequests) {
   std::vector<Request> plain = {gpu_request(1, 470), gpu_request(0, 0)};
   EXPECT_TRUE(gpu_use_is_milli(plain));
