@@ -143,6 +143,20 @@ void BM_PackingPricesOpenb(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PackingPricesOpenb)->Unit(benchmark::kMicrosecond);
+
+// The packing prices of a workload with Arg(0) distinct per-GPU sizes spread
+// over 1..999 milli: up to 100 the LP solves them exactly; above, on the
+// sizes rounded down to multiples of 10 (frag/packing_prices.h).
+void BM_PackingPricesManySizes(benchmark::State& state) {
+  const int sizes = static_cast<int>(state.range(0));
+  std::vector<std::pair<int32_t, double>> items;
+  for (int i = 0; i < sizes; ++i) items.emplace_back(1 + i * 998 / (sizes - 1), 1.0 + i % 7);
+  for (auto _ : state) {
+    const PackingPrices p(items);
+    benchmark::DoNotOptimize(p.fluid_gpus());
+  }
+}
+BENCHMARK(BM_PackingPricesManySizes)->Arg(20)->Arg(100)->Arg(999)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit(benchmark::kMicrosecond);
 
 // The extender's cold call: a fresh FGD policy (as after a model reload)

@@ -177,7 +177,6 @@ double PackingPrices::loss(int32_t free_before_milli, int32_t free_after_milli) 
 
 namespace {
 // (size -> items, requested milli) of the GPU items of `requests`.
-// (size -> items, requested milli) of the GPU items of `requests`.
 std::pair<std::map<int32_t, double>, double> gpu_items(std::span<const Request> requests) {
   std::map<int32_t, double> items;
   double requested_milli = 0;

@@ -17,7 +17,6 @@ void LearnedTargetPolicy::prepare(const ClusterState& state, const Request& req)
     target_ = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(seen_));
     inner_ = make_inner_({seed_, target_});
     next_rebuild_ = seen_.size() * 2;
-    ++rebuilds_;
     ++epoch_;
     inner_epoch_ = inner_->scoring_epoch();
   }

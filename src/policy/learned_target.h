@@ -56,7 +56,6 @@ class LearnedTargetPolicy final : public Policy {
   std::string name_;
   std::vector<Request> seen_;
   size_t next_rebuild_ = 1;
-  uint64_t rebuilds_ = 0;
   uint64_t epoch_ = 0;        // changes at each rebuild and with the inner policy's epoch
   uint64_t inner_epoch_ = 0;  // the inner policy's epoch last seen
   std::shared_ptr<const TargetWorkload> target_;
