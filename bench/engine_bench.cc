@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "frag/cluster_metrics.h"
 #include "frag/packing_prices.h"
 #include "io/openb.h"
 #include "model/cluster_state.h"
@@ -157,6 +158,37 @@ void BM_PackingPricesManySizes(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PackingPricesManySizes)->Arg(20)->Arg(100)->Arg(999)->Unit(benchmark::kMillisecond);
+
+// The repack bound of a full openb cluster (FGD, seed 42, every arrival
+// tried): the LP `serve` solves for /metrics when the running pods' sizes
+// change (frag/cluster_metrics.h repack_bound), and cluster_metrics' pass
+// over the state that collects its items (Arg 1; no target, no probes).
+void BM_RepackBoundOpenbFull(benchmark::State& state) {
+  const Loaded* l = openb_default();
+  if (!l) {
+    state.SkipWithError("shared/traces/openb not found");
+    return;
+  }
+  ClusterState cluster(l->nodes);
+  auto policy = make_policy("fgd", {42, l->target});
+  Scheduler sched(*policy);
+  for (size_t i = 0; i < l->arrivals.size(); ++i)
+    sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l->arrivals[i]);
+  const ClusterMetrics m = cluster_metrics(cluster, TargetWorkload{}, {}, false);
+  state.counters["sizes"] = m.bound_gpu_items ? static_cast<double>(m.bound_gpu_items->size()) : 0.0;
+  if (const auto r = repack_bound(m)) {
+    state.counters["freeable_gpus"] = r->freeable_gpus;
+    state.counters["size_waste_gpus"] = r->size_waste_gpus;
+    state.counters["whole_free_gpus"] = static_cast<double>(m.gpu_total - m.gpus_in_use);
+  }
+  for (auto _ : state) {
+    if (state.range(0) == 1)
+      benchmark::DoNotOptimize(cluster_metrics(cluster, TargetWorkload{}, {}, false).gpus_in_use);
+    else
+      benchmark::DoNotOptimize(repack_bound(m));
+  }
+}
+BENCHMARK(BM_RepackBoundOpenbFull)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_DecideHalfFullOpenb, bestfit, std::string("bestfit"))->Unit(benchmark::kMicrosecond);
 
 // The extender's cold call: a fresh FGD policy (as after a model reload)

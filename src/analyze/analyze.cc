@@ -56,6 +56,10 @@ AnalysisReport analyze_cluster(const std::vector<K8sNode>& nodes, const std::vec
   const ClusterMetrics m = cluster_metrics(state, *target, probe_requests(nodes, pending, *target));
   r.nodes = m.node_count;
   r.bound_pods = m.bound_pods;
+  r.gpus = m.gpu_total;
+  r.gpus_in_use = m.gpus_in_use;
+  r.gpus_free = m.gpu_total - m.gpus_in_use;
+  r.repack = repack_bound(m);
   for (const K8sPod* p : pending) ++r.pending_by_reason[pending_reason(state, nodes, *p)];
   {
     std::vector<std::string> names;
@@ -174,6 +178,10 @@ nlohmann::json to_json(const AnalysisReport& r) {
   j["pending_by_reason"] = r.pending_by_reason;
   j["unattributed"] = r.unattributed;
   j["conflicts"] = r.conflicts;
+  j["gpus"] = {{"total", r.gpus}, {"in_use", r.gpus_in_use}, {"free", r.gpus_free}};
+  j["repack"] = r.repack ? nlohmann::json{{"freeable_gpus", r.repack->freeable_gpus},
+                                          {"size_waste_gpus", r.repack->size_waste_gpus}}
+                         : nlohmann::json();
   j["defrag"] = {{"available", r.defrag.available}, {"note", r.defrag.note}, {"plan", r.defrag.plan}};
   return j;
 }
@@ -187,6 +195,12 @@ std::string format_text(const AnalysisReport& r) {
         "{:<16} {:>6} {:>6} {:>10.2f} {:>7.1f}% {:>12.2f} {:>7.1f}% {:>9} {:>11} MiB\n", p.model, p.nodes, p.gpus,
         p.allocated_milli / 1000.0, p.capacity_milli > 0 ? 100.0 * p.allocated_milli / p.capacity_milli : 0.0,
         p.fragmentation_milli / 1000.0, 100.0 * p.fragmentation_ratio, p.stranded_gpus, p.stranded_memory_mib);
+  out += fmt::format("\nGPUs: {} in use, {} wholly free of {}\n", r.gpus_in_use, r.gpus_free, r.gpus);
+  if (r.repack)
+    out += fmt::format(
+        "repack bound (GPU sizes alone): any repack of the running pods frees at most {:.2f} more whole GPUs;\n"
+        "  {:.2f} GPUs of the free capacity are left by the pods' sizes however they are packed\n",
+        r.repack->freeable_gpus, r.repack->size_waste_gpus);
   out += fmt::format("\nstranded GPUs ({}): free capacity no pending or typical pod can use\n", r.stranded.size());
   for (const StrandedGpu& s : r.stranded)
     out += fmt::format("  {} gpu {} ({}): {} milli, {} MiB free{}\n", s.node, s.gpu, s.model, s.free_milli,

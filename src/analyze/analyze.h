@@ -18,6 +18,10 @@
 //   the largest FB_USED seen on its GPUs. Advice "over-sized" when observed
 //   < 50% of requested, "under-sized" when above requested, else "ok"; the
 //   suggestion is observed x 1.2 rounded up to 1 GiB.
+// - Repack bound (frag/cluster_metrics.h repack_bound): the most GPUs a
+//   repack of the running pods could free beyond the free ones, and the free
+//   capacity their sizes force, GPU milli alone; absent where a pod's charge
+//   depends on the GPU it lands on (time-slicing or MIG GPUs, MIG devices).
 // - Defragmentation: plan_admission() (analyze/defrag_input.h) fills
 //   `defrag`; `gpupack analyze` adds it to the report.
 // - Pure. O(nodes x GPUs x request shapes + pods).
@@ -30,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "frag/cluster_metrics.h"
 #include "io/dcgm.h"
 #include "io/kubectl.h"
 #include "model/cluster_state.h"
@@ -81,6 +86,8 @@ struct AnalysisReport {
   int conflicts = 0;  // running pods that did not fit what their node had left
   int nodes = 0;
   int bound_pods = 0;
+  int64_t gpus = 0, gpus_in_use = 0, gpus_free = 0;  // GPUs; in use: any milli allocated; free: none
+  std::optional<ClusterMetrics::Repack> repack;
   DefragReport defrag;
   nlohmann::json gpu_map;  // analyze/gpu_map.h: every node and GPU, for --format html
 };

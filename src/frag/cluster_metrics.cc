@@ -1,6 +1,9 @@
 #include "frag/cluster_metrics.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "frag/packing_prices.h"
 
 namespace gpupack {
 
@@ -30,6 +33,7 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
   m.node_count = s.node_count();
   m.bound_pods = s.bound_pod_count();
   std::map<GpuModelId, ClusterMetrics::Pool> pools;
+  bool charged_below_milli = false;  // a GPU that charges a pod less than its milli (repack bound)
   for (int i = 0; i < s.node_count(); ++i) {
     const NodeId n{i};
     const NodeSpec& spec = s.spec(n);
@@ -69,6 +73,9 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
       gm.memory_mib = s.gpu_memory_total_mib(n, g);
       gm.allocated_memory_mib = gm.memory_mib > 0 ? gm.memory_mib - s.gpu_memory_free_mib(n, g) : 0;
       nm.allocated_milli += gm.allocated_milli;
+      m.gpus_in_use += gm.allocated_milli > 0;
+      const GpuMode mode = s.gpu_mode(n, g);
+      charged_below_milli = charged_below_milli || mode == GpuMode::kTimeSlice || mode == GpuMode::kMig;
       if (free[static_cast<size_t>(g)] > 0) {
         gm.stranded =
             std::none_of(probes.begin(), probes.end(), [&](const Request& r) { return probe_uses(s, n, g, r); });
@@ -83,7 +90,39 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
     if (per_node) m.nodes.push_back(std::move(nm));
   }
   for (auto& [id, p] : pools) m.pools.push_back(std::move(p));
+
+  // The bound pods' GPU items, kept only when each GPU is charged the pod's milli.
+  std::map<int32_t, double> items;
+  int64_t items_milli = 0, allocated_milli = 0;
+  bool milli_only = !charged_below_milli;
+  for (const PodId p : s.bound_pods()) {
+    const Request& r = s.request(p);
+    const Assignment& a = s.assignment(p);
+    if (!r.mig_devices.empty()) milli_only = false;
+    if (!milli_only) break;
+    if (r.gpu_count <= 0 || a.gpu_mask == 0) continue;
+    for (int g = 0; g < s.gpu_count(a.node); ++g)
+      if ((a.gpu_mask >> g) & 1u) milli_only = milli_only && s.gpu_charge_milli(a.node, g, r, a) == a.gpu_milli;
+    if (a.gpu_milli <= 0 || a.gpu_milli > kGpuMilliPerGpu) milli_only = false;
+    items[a.gpu_milli] += a.gpu_count();
+    items_milli += int64_t{a.gpu_count()} * a.gpu_milli;
+  }
+  for (int i = 0; i < s.node_count() && milli_only; ++i)
+    for (const int32_t free : s.gpu_free_milli(NodeId{i})) allocated_milli += kGpuMilliPerGpu - free;
+  if (milli_only && items_milli == allocated_milli)
+    m.bound_gpu_items = std::vector<std::pair<int32_t, double>>(items.begin(), items.end());
   return m;
+}
+
+std::optional<ClusterMetrics::Repack> repack_bound(const ClusterMetrics& m) {
+  if (!m.bound_gpu_items) return std::nullopt;
+  double milli = 0;
+  for (const auto& [size, n] : *m.bound_gpu_items) milli += size * n;
+  // The LP's optimum carries the simplex's rounding (about 1e-9 of a GPU).
+  const auto gpus_1e6 = [](double gpus) { return std::max(0.0, std::round(gpus * 1e6) / 1e6); };
+  const double gpus = fluid_packing_gpus(*m.bound_gpu_items);
+  return ClusterMetrics::Repack{gpus_1e6(gpus - milli / kGpuMilliPerGpu),
+                                gpus_1e6(static_cast<double>(m.gpus_in_use) - gpus)};
 }
 
 }  // namespace gpupack

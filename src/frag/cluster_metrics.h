@@ -15,11 +15,24 @@
 //   without MIG devices are left out.
 // - per_node = false leaves `gpus` and `nodes` empty (the totals and pools
 //   are the same): a large cluster's per-GPU detail is too big to export.
-// - Pure; O(nodes x GPUs x probes) plus F(n) per node (frag/fgd.h).
+// - Pure; O(nodes x GPUs x probes + pods) plus F(n) per node (frag/fgd.h).
+// - The repack bound: cluster_metrics() collects the bound pods' GPU items
+//   (one item of the assignment's milli per GPU) and the GPUs in use; repack_bound()
+//   then solves the fluid packing LP of the items (frag/packing_prices.h;
+//   about 1 ms for a few dozen sizes, up to about 0.15 s for hundreds) and
+//   gives what no repack of the same pods gets past, counting GPU milli
+//   alone: CPU, memory, GPU models and which GPUs a multi-GPU pod shares
+//   only lower what a repack reaches. The items are left unset (and there is
+//   no bound) where a pod's charge depends on the GPU it lands on: a GPU in
+//   time-slicing or MIG mode (charged less than the milli), a bound pod
+//   charged other than its milli (a share on an exclusive GPU) or taking
+//   advertised MIG devices, or items whose milli differs from the GPUs'
+//   allocated milli.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -65,11 +78,31 @@ struct ClusterMetrics {
   int64_t cluster_free_milli = 0;
   int bound_pods = 0;
   int node_count = 0;
-  int gpu_nodes = 0;      // nodes with GPUs or MIG devices (per_node or not)
-  int64_t gpu_total = 0;  // their GPUs
+  int gpu_nodes = 0;        // nodes with GPUs or MIG devices (per_node or not)
+  int64_t gpu_total = 0;    // their GPUs
+  int64_t gpus_in_use = 0;  // GPUs with any milli allocated
+  // The bound pods' GPU items, (per-GPU milli, GPUs), ascending; nullopt
+  // when a GPU is charged other than its pods' milli (see the contract).
+  std::optional<std::vector<std::pair<int32_t, double>>> bound_gpu_items;
+
+  // What a repack of the bound pods could win (repack_bound()).
+  struct Repack {
+    // Free GPU capacity, in GPUs, that the bound pods' sizes force however
+    // they are packed: the LP's GPUs - their milli / 1000 (a lower bound).
+    double size_waste_gpus = 0;
+    // GPUs in use - the LP's GPUs: the most GPUs, beyond those free now,
+    // that any repack of the bound pods leaves wholly free (an upper bound).
+    // Both rounded to 1e-6 GPUs (the simplex's own rounding is about 1e-9).
+    double freeable_gpus = 0;
+  };
+  std::optional<Repack> repack;  // set by the caller: m.repack = repack_bound(m)
 };
 
 ClusterMetrics cluster_metrics(const ClusterState& state, const TargetWorkload& target, std::span<const Request> probes,
                                bool per_node = true);
+
+// The repack bound of `m`'s bound pods from their items and GPUs in use;
+// nullopt when m.bound_gpu_items is. One LP; thread-safe.
+std::optional<ClusterMetrics::Repack> repack_bound(const ClusterMetrics& m);
 
 }  // namespace gpupack

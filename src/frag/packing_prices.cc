@@ -206,6 +206,11 @@ bool gpu_use_is_milli(std::span<const Request> requests) {
                      [](const Request& r) { return r.is_plain() || (!r.is_gpu() && r.mig_devices.empty()); });
 }
 
+double fluid_packing_gpus(const std::vector<std::pair<int32_t, double>>& items) {
+  if (items.empty()) return 0.0;
+  return PackingPrices(items).fluid_gpus();
+}
+
 std::optional<double> mix_packing_bound(std::span<const Request> requests) {
   const auto [items, requested_milli] = gpu_items(requests);
   if (items.empty()) return std::nullopt;

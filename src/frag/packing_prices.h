@@ -107,4 +107,10 @@ std::optional<double> mix_packing_bound(std::span<const Request> requests);
 // of the allocation a simulation reports.
 bool gpu_use_is_milli(std::span<const Request> requests);
 
+// The fluid packing LP's GPUs for items given as (size 1..1000 milli, count
+// > 0) pairs: at least this many GPUs hold them, however they are packed
+// (a lower bound on the GPUs any packing uses; with more than 100 distinct
+// sizes, the LP of the sizes rounded down, as above). 0 when there are none.
+double fluid_packing_gpus(const std::vector<std::pair<int32_t, double>>& items);
+
 }  // namespace gpupack

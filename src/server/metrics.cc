@@ -238,6 +238,15 @@ std::string render_metrics(const ServiceMetrics& m, const LatencyHistogram& late
   for (const auto& p : m.pools)
     out += fmt::format("gpupack_pool_stranded_memory_bytes{{pool=\"{}\"}} {}\n", escape_label(p.model),
                        num(p.stranded_memory_mib * kMiB));
+  if (m.repack) {
+    header(out, "gpupack_repack_freeable_gpus", "gauge",
+           "The most GPUs, beyond those free now, any repack of the running pods could leave wholly free (GPU "
+           "milli alone: an upper bound on what defragmentation can win).");
+    out += fmt::format("gpupack_repack_freeable_gpus {}\n", num(m.repack->freeable_gpus));
+    header(out, "gpupack_size_waste_gpus", "gauge",
+           "Free GPU capacity, in GPUs, that the running pods' sizes leave however they are packed.");
+    out += fmt::format("gpupack_size_waste_gpus {}\n", num(m.repack->size_waste_gpus));
+  }
 
   std::map<std::string, int> by_reason;
   for (std::string r : {"cpu", "memory", "gpu_milli", "gpu_memory", "mig_slot", "model", "topology", "schedulable"})

@@ -248,6 +248,69 @@ TEST(ExtenderEngine, AnalyzeChargesAClusterGpupackNeverScheduled) {
   EXPECT_EQ(r.pools[0].allocated_milli, 12500);
 }
 
+// The repack bound on /metrics and in analyze: three halves on three GPUs
+// pack onto 1.5, so 1.5 GPUs are freeable; it follows the pods as they
+// change, and is left out where a pod's charge depends on its GPU.
+TEST(ExtenderEngine, RepackBoundFollowsThePodsOnMetricsAndInAnalyze) {
+  const json node = node_json({.name = "n", .gpus = 8});
+  std::vector<json> pods;
+  for (int g = 0; g < 3; ++g)
+    pods.push_back(pod_json({.name = fmt::format("h{}", g),
+                             .cpu = "1",
+                             .gpu_milli = 500,
+                             .node = "n",
+                             .assigned = fmt::format("n:{}@500", g)}));
+  ExtenderService service("fgd");
+  load(service, {node}, pods);
+  ServiceMetrics m = service.metrics();
+  EXPECT_EQ(m.gpus_in_use, 3);
+  ASSERT_TRUE(m.repack.has_value());
+  EXPECT_NEAR(m.repack->freeable_gpus, 1.5, 1e-6);
+  EXPECT_NEAR(m.repack->size_waste_gpus, 0.0, 1e-6);
+  const std::string text = render_metrics(m, LatencyHistogram{}, RequestCounters{});
+  EXPECT_NE(text.find("\ngpupack_repack_freeable_gpus 1.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ngpupack_size_waste_gpus 0\n"), std::string::npos) << text;
+
+  // A fourth half on GPU 0 (the same sizes, fewer GPUs in use): 0.5 freeable.
+  pods.push_back(pod_json({.name = "h3", .cpu = "1", .gpu_milli = 500, .node = "n", .assigned = "n:0@500"}));
+  load(service, {node}, pods);
+  m = service.metrics();
+  ASSERT_TRUE(m.repack.has_value());
+  EXPECT_NEAR(m.repack->freeable_gpus, 1.0, 1e-6);
+  // A 700 on GPU 3: it shares with nothing, 300 milli of waste.
+  pods.push_back(pod_json({.name = "s", .cpu = "1", .gpu_milli = 700, .node = "n", .assigned = "n:3@700"}));
+  load(service, {node}, pods);
+  m = service.metrics();
+  ASSERT_TRUE(m.repack.has_value());
+  EXPECT_NEAR(m.repack->freeable_gpus, 1.0, 1e-6);
+  EXPECT_NEAR(m.repack->size_waste_gpus, 0.3, 1e-6);
+
+  std::vector<K8sPod> parsed;
+  for (const json& p : pods) parsed.push_back(parse_pod(p));
+  const AnalysisReport r = analyze_cluster({parse_node(node)}, parsed, nullptr);
+  EXPECT_EQ(r.gpus_in_use, 4);
+  EXPECT_EQ(r.gpus_free, 4);
+  ASSERT_TRUE(r.repack.has_value());
+  EXPECT_NEAR(r.repack->freeable_gpus, 1.0, 1e-6);
+  EXPECT_NEAR(to_json(r)["repack"]["size_waste_gpus"].get<double>(), 0.3, 1e-6);
+  EXPECT_NE(format_text(r).find("frees at most 1.00 more whole GPUs"), std::string::npos) << format_text(r);
+
+  // A pod on advertised MIG devices: no bound, and the series are left out.
+  pods.push_back(pod_json({.name = "m", .cpu = "1", .mig = {{"1g.10gb", 1}}, .node = "mig"}));
+  const json mig = node_json({.name = "mig", .gpus = 0, .mig = {{"1g.10gb", 7}}});
+  load(service, {node, mig}, pods);
+  m = service.metrics();
+  EXPECT_EQ(m.bound_pods, 6);
+  EXPECT_FALSE(m.repack.has_value());
+  EXPECT_EQ(render_metrics(m, LatencyHistogram{}, RequestCounters{}).find("gpupack_repack_freeable_gpus"),
+            std::string::npos);
+  parsed.clear();
+  for (const json& p : pods) parsed.push_back(parse_pod(p));
+  const AnalysisReport none = analyze_cluster({parse_node(node), parse_node(mig)}, parsed, nullptr);
+  EXPECT_FALSE(none.repack.has_value());
+  EXPECT_TRUE(to_json(none)["repack"].is_null());
+}
+
 TEST(ExtenderEngine, LegacyFailedNodesListsUnresolvableNodes) {
   ServiceOptions o;
   o.policy = "bestfit";
