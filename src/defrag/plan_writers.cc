@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <optional>
+
+#include "frag/cluster_metrics.h"
 
 namespace gpupack {
 
@@ -59,6 +62,14 @@ std::optional<double> moves_per_gpu_admitted(const DefragPlan& plan) {
   return plan.use.moves / (static_cast<double>(plan.after.admitted_gpu_milli) / kGpuMilliPerGpu);
 }
 
+std::optional<int64_t> repack_free_gpus_max(const ClusterState& state) {
+  const ClusterMetrics m = cluster_metrics(state, TargetWorkload{}, {}, false);
+  const auto r = repack_bound(m);
+  if (!r) return std::nullopt;
+  // freeable_gpus is rounded to 1e-6 GPUs.
+  return m.gpu_total - m.gpus_in_use + static_cast<int64_t>(std::floor(r->freeable_gpus + 1e-6));
+}
+
 std::string format_plan_table(const DefragPlan& plan, const ClusterState& state, const PodMoveInfos& infos) {
   std::string out = fmt::format("{:>4} {:<8} {:<28} {:<22} {:<22} {:>6} {:>8} {:>9}\n", "step", "kind", "pod", "from",
                                 "to", "cost", "alloc %", "free GPUs");
@@ -70,14 +81,16 @@ std::string format_plan_table(const DefragPlan& plan, const ClusterState& state,
                        alloc_pct(state, s.after), s.after.free_gpus);
   }
   const auto per_gpu = moves_per_gpu_admitted(plan);
+  const auto most = repack_free_gpus_max(state);
   out += fmt::format(
       "{} plan, goal {}: {} moves ({} GPU milli moved, cost {:.2f}), {} pods admitted ({} GPU milli{}); GPU "
-      "allocation {:.2f}% -> {:.2f}%, whole free GPUs {} -> {}, free nodes {} -> {}; {} pending pods not admitted; "
+      "allocation {:.2f}% -> {:.2f}%, whole free GPUs {} -> {}{}, free nodes {} -> {}; {} pending pods not admitted; "
       "planned in {:.3f} s\n",
       plan.algorithm, goal_kind_name(plan.goal), plan.use.moves, plan.use.moved_gpu_milli, plan.use.cost,
       plan.after.admitted_pods, plan.after.admitted_gpu_milli,
       per_gpu ? fmt::format(", {:.1f} moves per GPU", *per_gpu) : "", alloc_pct(state, plan.before),
-      alloc_pct(state, plan.after), plan.before.free_gpus, plan.after.free_gpus, plan.before.free_nodes,
+      alloc_pct(state, plan.after), plan.before.free_gpus, plan.after.free_gpus,
+      most ? fmt::format(" (no plan ends with more than {})", *most) : "", plan.before.free_nodes,
       plan.after.free_nodes, plan.not_admitted.size(), plan.plan_seconds);
   return out;
 }
@@ -92,6 +105,8 @@ nlohmann::json plan_to_json(const DefragPlan& plan, const ClusterState& state, c
   j["plan_seconds"] = plan.plan_seconds;
   const auto per_gpu = moves_per_gpu_admitted(plan);
   j["moves_per_gpu_admitted"] = per_gpu ? nlohmann::json(*per_gpu) : nlohmann::json(nullptr);
+  const auto most = repack_free_gpus_max(state);
+  j["repack_free_gpus_max"] = most ? nlohmann::json(*most) : nlohmann::json(nullptr);
   j["before"] = measures_json(state, plan.before);
   j["after"] = measures_json(state, plan.after);
   auto& steps = j["steps"] = nlohmann::json::array();

@@ -5,6 +5,7 @@
 #include "defrag/descheduler.h"
 #include "defrag/ilp.h"
 #include "defrag/plan.h"
+#include "defrag/plan_writers.h"
 #include "defrag/random_cluster.h"
 #include "policy/registry.h"
 
@@ -175,7 +176,7 @@ TEST(DefragPlanner, FragGoalLowersFgdFragmentation) {
 // every step applied in order to a copy is valid (no over-allocation, no
 // immovable pod moved, disruption budgets hold) and the input is unchanged.
 TEST(DefragPlanner, EveryPlanIsValidStepByStepOnRandomClusters) {
-  int admitted = 0, moves = 0;
+  int admitted = 0, moves = 0, bounded = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     auto c = make_random_cluster(seed, 3 + static_cast<int>(seed % 5), 2 + static_cast<int>(seed % 3) * 2, 80, 4, true);
     const ClusterState before = c.state;
@@ -197,6 +198,11 @@ TEST(DefragPlanner, EveryPlanIsValidStepByStepOnRandomClusters) {
         }
       }
       expect_same_pods(before, c.state);
+      // No plan ends with more whole free GPUs than the repack bound allows.
+      if (const auto most = repack_free_gpus_max(c.state)) {
+        EXPECT_LE(plan.after.free_gpus, *most) << "seed " << seed << " goal " << goal_kind_name(kind);
+        ++bounded;
+      }
       if (kind == GoalKind::kAdmitPending) admitted += plan.after.admitted_pods;
       moves += plan.moves();
     }
@@ -204,6 +210,7 @@ TEST(DefragPlanner, EveryPlanIsValidStepByStepOnRandomClusters) {
   // The property is not vacuous: plans do move pods and admit pending ones.
   EXPECT_GT(admitted, 5);
   EXPECT_GT(moves, 30);
+  EXPECT_EQ(bounded, 180);  // plain GPUs: the bound is known for every cluster
 }
 
 TEST(DefragPlanner, DeschedulerBaselinesAreValidAndDrainLowNodes) {

@@ -107,6 +107,10 @@ TEST(DefragWriters, TableJsonAndEvictionListDescribeThePlan) {
   EXPECT_THAT(table, Not(HasSubstr("default/")));
   const auto j = plan_to_json(plan, s, infos);
   EXPECT_EQ(j["moves"], plan.moves());
+  // 600 + 400 and 500 + 400 fill two GPUs: no plan frees more than 2.
+  EXPECT_EQ(repack_free_gpus_max(s), 2);
+  EXPECT_EQ(j["repack_free_gpus_max"], 2);
+  EXPECT_THAT(table, HasSubstr("(no plan ends with more than 2)"));
   // The 2-GPU pod takes two GPUs: moves per GPU admitted = moves / 2.
   ASSERT_GT(plan.moves(), 0);
   EXPECT_DOUBLE_EQ(j["moves_per_gpu_admitted"].get<double>(), plan.moves() / 2.0);

@@ -870,8 +870,12 @@ TEST(DeployManifests, SchedulerReachesTheExtenderThroughItsService) {
 // Metric names `gpupack serve` exports, read from render_metrics() itself: each
 // family has a TYPE line even when it has no samples; histograms add
 // _bucket, _sum and _count.
+// Every series render_metrics() can write: those written only when known
+// (the repack bound) included.
 std::set<std::string> exported_metrics() {
-  const std::string text = render_metrics(ServiceMetrics{}, LatencyHistogram{}, RequestCounters{});
+  ServiceMetrics m;
+  m.repack = ClusterMetrics::Repack{};
+  const std::string text = render_metrics(m, LatencyHistogram{}, RequestCounters{});
   std::set<std::string> out;
   std::istringstream lines(text);
   std::string line;
@@ -945,7 +949,7 @@ TEST(DeployManifests, PrometheusRuleCarriesThePlainRuleFile) {
   // deploy_kustomize also checks the generated text).
   EXPECT_EQ(YAML::Dump(pr["spec"]["groups"]), YAML::Dump(plain["groups"]))
       << "run deploy/monitoring/gen-prometheus-rule.sh";
-  EXPECT_EQ(rule_exprs(plain["groups"]).size(), 4u);
+  EXPECT_EQ(rule_exprs(plain["groups"]).size(), 5u);
 }
 
 TEST(DeployManifests, AlertRulesQueryOnlyExportedMetrics) {
