@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seven openb-like pod lists for checking a policy beyond the four traces in
+"""Fourteen openb-like pod lists for checking a policy beyond the four traces in
 ../shared/traces/openb (bench/RESULTS.md, "dualfrag: the whole-node reserve").
 They stand in for the FGD paper's other traces; they are not those traces.
 
@@ -11,11 +11,14 @@ They stand in for the FGD paper's other traces; they are not those traces.
                          with probability 20/50 / 35/50
   gs_keep25/50/75        gpuspec33 with gpu_spec cleared on each constrained pod
                          with probability 1 - K% (bench/RESULTS.md, "poolfrag")
+  cpu250                 as cpu50, adding 250% of the CPU-only pods' CPU
+  gs20, gs45, gs80       as gs30, with probability 0.2 / 0.45 / 0.8
 
 Usage: bench/openb_variants.py OUTDIR [OPENB]   (OPENB default ../shared/traces/openb)
 Writes OUTDIR/openb_pod_list_<name>.csv; deterministic (one random.Random(11)
 drawn in the order above for the first seven; a random.Random(7) per gs_keep
-trace, one draw per constrained pod in file order).
+trace, one draw per constrained pod in file order; one random.Random(23) for
+the last four, in the order above).
 """
 import csv
 import os
@@ -77,6 +80,18 @@ def main():
                 r["gpu_spec"] = ""
             rows.append(r)
         write(f"gs_keep{keep}", rows, spec_fields)
+    rng = random.Random(23)
+    rows, added, i = list(default), 0, 0
+    while added < base_cpu * 2.5:
+        r = dict(rng.choice(cpu_only))
+        r["name"] = f"cpux-250-{i:05d}"
+        i += 1
+        rows.append(r)
+        added += int(r["cpu_milli"])
+    write("cpu250", rows)
+    for pct in (20, 45, 80):
+        write(f"gs{pct}", [shared[r["name"]] if r["name"] in shared and rng.random() < pct / 100 else r
+                           for r in default])
 
 
 if __name__ == "__main__":
