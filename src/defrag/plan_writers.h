@@ -20,7 +20,7 @@
 //   free GPUs, whatever it moves or admits (admitted pods only add items);
 //   rounded down, as a count of GPUs is whole.
 //   None where the repack bound is left out (time-slicing or MIG GPUs, MIG
-//   devices in use). One LP, about 1 ms on openb.
+//   devices in use). One LP, 0.2 ms on openb.
 // - eviction_list(): a Kubernetes List of policy/v1 Eviction objects, one per
 //   migrate/evict step in plan order, annotated with the planned target
 //   (gpupack.io/target-node, gpupack.io/target-gpus, gpupack.io/move-kind,

@@ -19,7 +19,8 @@
 // - The repack bound: cluster_metrics() collects the bound pods' GPU items
 //   (one item of the assignment's milli per GPU) and the GPUs in use; repack_bound()
 //   then solves the fluid packing LP of the items (frag/packing_prices.h;
-//   about 1 ms for a few dozen sizes, up to about 0.15 s for hundreds) and
+//   0.2 ms on a full openb cluster, at most about 10 ms for hundreds of
+//   sizes) and
 //   gives what no repack of the same pods gets past, counting GPU milli
 //   alone: CPU, memory, GPU models and which GPUs a multi-GPU pod shares
 //   only lower what a repack reaches. The items are left unset (and there is

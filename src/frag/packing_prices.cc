@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "model/cluster_state.h"
@@ -15,17 +16,18 @@ constexpr int kMilli = kGpuMilliPerGpu;
 constexpr double kTolerance = 1e-9;
 constexpr int kMaxRows = 100000;  // far above what any target needs; a safeguard
 // With more sizes than this the cutting planes (a knapsack over the sizes
-// each, and as many as the LP needs) take seconds to minutes, so the LP runs
+// each, and as many rounds as the LP needs) take seconds (999 sizes: 14 s), so the LP runs
 // on the sizes rounded down to multiples of kSizeGrid (packing_prices.h).
 constexpr size_t kMaxExactSizes = 100;
 constexpr int32_t kSizeGrid = 10;
 int32_t grid_size(int32_t size) { return size < kSizeGrid ? size : size - size % kSizeGrid; }
 
-// K(x) for x = 0..1000 over (size, price) items, and for x = 1000 the
-// multiset reaching it (counts per item index).
+// K(x) for x = 0..1000 over (size, price) items and, for the cutting
+// planes, the GPU patterns (counts per item index) worth more than one GPU:
+// for each item i, i plus a most valuable filling of the 1000 - size_i left.
 struct Knapsack {
   std::vector<double> value;
-  std::vector<int> best_pattern;  // counts per size, for the full GPU
+  std::vector<std::vector<int>> violated;  // distinct, in item order
 };
 
 Knapsack knapsack(const std::vector<int32_t>& sizes, const std::vector<double>& price) {
@@ -43,14 +45,24 @@ Knapsack knapsack(const std::vector<int32_t>& sizes, const std::vector<double>& 
       }
     }
   }
-  k.best_pattern.assign(sizes.size(), 0);
-  for (int x = kMilli; x > 0;) {
-    if (last[x] < 0) {
-      --x;
-      continue;
+  const auto filling = [&](int x, std::vector<int>& counts) {
+    while (x > 0) {
+      if (last[x] < 0) {
+        --x;
+        continue;
+      }
+      ++counts[static_cast<size_t>(last[x])];
+      x -= sizes[static_cast<size_t>(last[x])];
     }
-    ++k.best_pattern[static_cast<size_t>(last[x])];
-    x -= sizes[static_cast<size_t>(last[x])];
+  };
+  std::set<std::vector<int>> seen;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int rest = kMilli - sizes[i];
+    if (k.value[rest] + price[i] <= 1.0 + kTolerance) continue;
+    std::vector<int> counts(sizes.size(), 0);
+    ++counts[i];
+    filling(rest, counts);
+    if (seen.insert(counts).second) k.violated.push_back(std::move(counts));
   }
   return k;
 }
@@ -133,6 +145,7 @@ PackingPrices::PackingPrices(const std::vector<std::pair<int32_t, double>>& list
   glp_smcp parm;
   glp_init_smcp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
+  parm.meth = GLP_DUALP;
   std::vector<double> price(sizes.size(), 0.0);
   Knapsack k;
   for (;;) {
@@ -144,9 +157,11 @@ PackingPrices::PackingPrices(const std::vector<std::pair<int32_t, double>>& list
     }
     for (int j = 1; j <= cols; ++j) price[static_cast<size_t>(j - 1)] = glp_get_col_prim(lp, j);
     k = knapsack(sizes, price);
-    if (k.value[kMilli] <= 1.0 + kTolerance || rows_added_ >= kMaxRows) break;
-    add_row(k.best_pattern);
-    ++rows_added_;
+    if (k.value[kMilli] <= 1.0 + kTolerance || k.violated.empty() || rows_added_ >= kMaxRows) break;
+    // Every violated pattern at once: fewer rounds of knapsack and simplex
+    // (the dual simplex, whose basis stays dual feasible as cuts are added).
+    for (const std::vector<int>& counts : k.violated) add_row(counts);
+    rows_added_ += static_cast<int>(k.violated.size());
   }
   glp_delete_prob(lp);
 

@@ -23,18 +23,20 @@
 //   Sizes that are not in the target are worth 0.
 // Solved by cutting planes on the dual (column generation on the primal):
 // start from one row per size (as many of it as fit a GPU), solve with GLPK's
-// simplex, add the pattern of the knapsack K(1000) while it is worth more
-// than 1 + 1e-9, and finally divide the prices by max(1, K(1000)) so that
-// they are feasible whatever the iteration count. Deterministic. Cost: one
-// LP of (sizes) columns per added row, each knapsack O(1000 x sizes); the
-// openb targets (12-15 sizes) take a few ms. Queries are O(1) table reads.
-// With more than 100 distinct sizes (999 exact sizes ran over 5 minutes)
-// the LP runs on the sizes rounded down to multiples of 10 milli (at most
-// 109 sizes; 999 sizes then take 0.13 s and 100 exact ones 0.06 s, engine_bench
-// BM_PackingPricesManySizes) and each size is priced as its rounded size: the
-// prices stay feasible for the exact sizes (an exact pattern rounded down is
-// a pattern), K is over the rounded sizes, every loss stays >= 0, and
-// fluid_gpus() is at most the exact LP's. openb's sizes are multiples of 10.
+// dual simplex (the basis stays dual feasible as rows are added), add every
+// pattern worth more than 1 + 1e-9 that the knapsack gives (per size s: s
+// plus a most valuable filling of 1000 - s) while K(1000) is, and finally
+// divide the prices by max(1, K(1000)) so that they are feasible whatever
+// the round count. Deterministic. Cost per round: one knapsack O(1000 x
+// sizes) and a warm-started simplex; the openb default target takes about
+// 0.07 ms. Queries are O(1) table reads. With more than 100 distinct sizes
+// (999 exact sizes take 14 s) the LP runs on the sizes rounded down to
+// multiples of 10 milli (at most 109 sizes; 999 sizes then take 8 ms and 100
+// exact ones 6 ms, engine_bench BM_PackingPricesManySizes) and each size is
+// priced as its rounded size: the prices stay feasible for the exact sizes
+// (an exact pattern rounded down is a pattern), K is over the rounded sizes,
+// every loss stays >= 0, and fluid_gpus() is at most the exact LP's. openb's
+// sizes are multiples of 10.
 #pragma once
 
 #include <cstdint>

@@ -1764,7 +1764,7 @@ ServiceMetrics ExtenderService::metrics() const {
     std::lock_guard lock(mu_);
     m = metrics_locked();
   }
-  // The repack bound's LP (up to about 0.15 s with hundreds of pod sizes)
+  // The repack bound's LP (about 10 ms with hundreds of pod sizes)
   // runs outside the lock, and again only when the pods' sizes change.
   std::lock_guard lock(repack_mu_);
   if (!m.bound_gpu_items) {
