@@ -91,26 +91,31 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
   }
   for (auto& [id, p] : pools) m.pools.push_back(std::move(p));
 
-  // The bound pods' GPU items, kept only when each GPU is charged the pod's milli.
-  std::map<int32_t, double> items;
+  // The bound pods' GPU items, kept only when the GPUs are charged their
+  // pods' milli: no GPU in time-slicing or MIG mode (shared and MPS GPUs
+  // charge the milli, exclusive ones take whole GPUs only), no advertised MIG
+  // devices in use, and the items add up to the GPUs' allocated milli.
+  std::vector<int64_t> count_by_milli(static_cast<size_t>(kGpuMilliPerGpu) + 1, 0);
   int64_t items_milli = 0, allocated_milli = 0;
   bool milli_only = !charged_below_milli;
-  for (const PodId p : s.bound_pods()) {
-    const Request& r = s.request(p);
+  for (const PodId p : milli_only ? s.bound_pods() : std::vector<PodId>{}) {
     const Assignment& a = s.assignment(p);
-    if (!r.mig_devices.empty()) milli_only = false;
-    if (!milli_only) break;
-    if (r.gpu_count <= 0 || a.gpu_mask == 0) continue;
-    for (int g = 0; g < s.gpu_count(a.node); ++g)
-      if ((a.gpu_mask >> g) & 1u) milli_only = milli_only && s.gpu_charge_milli(a.node, g, r, a) == a.gpu_milli;
-    if (a.gpu_milli <= 0 || a.gpu_milli > kGpuMilliPerGpu) milli_only = false;
-    items[a.gpu_milli] += a.gpu_count();
+    if (!s.request(p).mig_devices.empty() || a.gpu_milli < 0 || a.gpu_milli > kGpuMilliPerGpu) {
+      milli_only = false;
+      break;
+    }
+    if (a.gpu_mask == 0 || a.gpu_milli == 0) continue;
+    count_by_milli[static_cast<size_t>(a.gpu_milli)] += a.gpu_count();
     items_milli += int64_t{a.gpu_count()} * a.gpu_milli;
   }
   for (int i = 0; i < s.node_count() && milli_only; ++i)
     for (const int32_t free : s.gpu_free_milli(NodeId{i})) allocated_milli += kGpuMilliPerGpu - free;
-  if (milli_only && items_milli == allocated_milli)
-    m.bound_gpu_items = std::vector<std::pair<int32_t, double>>(items.begin(), items.end());
+  if (milli_only && items_milli == allocated_milli) {
+    auto& items = m.bound_gpu_items.emplace();
+    for (int32_t milli = 1; milli <= kGpuMilliPerGpu; ++milli)
+      if (count_by_milli[static_cast<size_t>(milli)] > 0)
+        items.emplace_back(milli, static_cast<double>(count_by_milli[static_cast<size_t>(milli)]));
+  }
   return m;
 }
 

@@ -24,11 +24,11 @@
 //   gives what no repack of the same pods gets past, counting GPU milli
 //   alone: CPU, memory, GPU models and which GPUs a multi-GPU pod shares
 //   only lower what a repack reaches. The items are left unset (and there is
-//   no bound) where a pod's charge depends on the GPU it lands on: a GPU in
-//   time-slicing or MIG mode (charged less than the milli), a bound pod
-//   charged other than its milli (a share on an exclusive GPU) or taking
-//   advertised MIG devices, or items whose milli differs from the GPUs'
-//   allocated milli.
+//   no bound) where a pod's charge could depend on the GPU it lands on: a
+//   GPU in time-slicing or MIG mode (charged less than the milli), a bound
+//   pod taking advertised MIG devices, or items whose milli differs from
+//   the GPUs' allocated milli. O(pods + GPUs) under the caller's lock (about
+//   1.4 ms for 160,000 pods on 20,000 nodes), the LP apart.
 #pragma once
 
 #include <cstdint>
@@ -83,7 +83,7 @@ struct ClusterMetrics {
   int64_t gpu_total = 0;    // their GPUs
   int64_t gpus_in_use = 0;  // GPUs with any milli allocated
   // The bound pods' GPU items, (per-GPU milli, GPUs), ascending; nullopt
-  // when a GPU is charged other than its pods' milli (see the contract).
+  // where a pod's charge could depend on its GPU (see the contract).
   std::optional<std::vector<std::pair<int32_t, double>>> bound_gpu_items;
 
   // What a repack of the bound pods could win (repack_bound()).
