@@ -95,22 +95,17 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
   // pods' milli: no GPU in time-slicing or MIG mode (shared and MPS GPUs
   // charge the milli, exclusive ones take whole GPUs only), no advertised MIG
   // devices in use, and the items add up to the GPUs' allocated milli.
+  if (charged_below_milli) return m;
   std::vector<int64_t> count_by_milli(static_cast<size_t>(kGpuMilliPerGpu) + 1, 0);
-  int64_t items_milli = 0, allocated_milli = 0;
-  bool milli_only = !charged_below_milli;
-  for (const PodId p : milli_only ? s.bound_pods() : std::vector<PodId>{}) {
+  int64_t items_milli = 0;
+  for (const PodId p : s.bound_pods()) {
     const Assignment& a = s.assignment(p);
-    if (!s.request(p).mig_devices.empty() || a.gpu_milli < 0 || a.gpu_milli > kGpuMilliPerGpu) {
-      milli_only = false;
-      break;
-    }
+    if (!s.request(p).mig_devices.empty() || a.gpu_milli < 0 || a.gpu_milli > kGpuMilliPerGpu) return m;
     if (a.gpu_mask == 0 || a.gpu_milli == 0) continue;
     count_by_milli[static_cast<size_t>(a.gpu_milli)] += a.gpu_count();
     items_milli += int64_t{a.gpu_count()} * a.gpu_milli;
   }
-  for (int i = 0; i < s.node_count() && milli_only; ++i)
-    for (const int32_t free : s.gpu_free_milli(NodeId{i})) allocated_milli += kGpuMilliPerGpu - free;
-  if (milli_only && items_milli == allocated_milli) {
+  if (items_milli == s.gpu_used_milli()) {
     auto& items = m.bound_gpu_items.emplace();
     for (int32_t milli = 1; milli <= kGpuMilliPerGpu; ++milli)
       if (count_by_milli[static_cast<size_t>(milli)] > 0)
@@ -119,15 +114,19 @@ ClusterMetrics cluster_metrics(const ClusterState& s, const TargetWorkload& targ
   return m;
 }
 
-std::optional<ClusterMetrics::Repack> repack_bound(const ClusterMetrics& m) {
-  if (!m.bound_gpu_items) return std::nullopt;
+ClusterMetrics::Repack repack_of(const ClusterMetrics& m, double fluid_gpus) {
   double milli = 0;
-  for (const auto& [size, n] : *m.bound_gpu_items) milli += size * n;
+  if (m.bound_gpu_items)
+    for (const auto& [size, n] : *m.bound_gpu_items) milli += size * n;
   // The LP's optimum carries the simplex's rounding (about 1e-9 of a GPU).
   const auto gpus_1e6 = [](double gpus) { return std::max(0.0, std::round(gpus * 1e6) / 1e6); };
-  const double gpus = fluid_packing_gpus(*m.bound_gpu_items);
-  return ClusterMetrics::Repack{gpus_1e6(gpus - milli / kGpuMilliPerGpu),
-                                gpus_1e6(static_cast<double>(m.gpus_in_use) - gpus)};
+  return ClusterMetrics::Repack{gpus_1e6(fluid_gpus - milli / kGpuMilliPerGpu),
+                                gpus_1e6(static_cast<double>(m.gpus_in_use) - fluid_gpus)};
+}
+
+std::optional<ClusterMetrics::Repack> repack_bound(const ClusterMetrics& m) {
+  if (!m.bound_gpu_items) return std::nullopt;
+  return repack_of(m, fluid_packing_gpus(*m.bound_gpu_items));
 }
 
 }  // namespace gpupack

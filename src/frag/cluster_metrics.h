@@ -27,8 +27,8 @@
 //   no bound) where a pod's charge could depend on the GPU it lands on: a
 //   GPU in time-slicing or MIG mode (charged less than the milli), a bound
 //   pod taking advertised MIG devices, or items whose milli differs from
-//   the GPUs' allocated milli. O(pods + GPUs) under the caller's lock (about
-//   1.4 ms for 160,000 pods on 20,000 nodes), the LP apart.
+//   the GPUs' allocated milli. One pass over the bound pods (under serve's
+//   lock; bench/RESULTS.md "The repack bound"), the LP apart.
 #pragma once
 
 #include <cstdint>
@@ -105,5 +105,9 @@ ClusterMetrics cluster_metrics(const ClusterState& state, const TargetWorkload& 
 // The repack bound of `m`'s bound pods from their items and GPUs in use;
 // nullopt when m.bound_gpu_items is. One LP; thread-safe.
 std::optional<ClusterMetrics::Repack> repack_bound(const ClusterMetrics& m);
+// The same from the LP's GPUs for m.bound_gpu_items, solved beforehand
+// (fluid_packing_gpus, frag/packing_prices.h): the LP depends on the items
+// alone, so a caller may keep it while they do not change. No LP.
+ClusterMetrics::Repack repack_of(const ClusterMetrics& m, double fluid_gpus);
 
 }  // namespace gpupack

@@ -204,10 +204,17 @@ std::pair<std::map<int32_t, double>, double> gpu_items(std::span<const Request> 
   return {std::move(items), requested_milli};
 }
 
-double waste_of(const std::map<int32_t, double>& items, double requested_milli) {
+}  // namespace
+
+double fluid_packing_gpus(const std::vector<std::pair<int32_t, double>>& items) {
   if (items.empty()) return 0.0;
-  const PackingPrices prices(std::vector<std::pair<int32_t, double>>(items.begin(), items.end()));
-  return std::max(0.0, kMilli * prices.fluid_gpus() - requested_milli);
+  return PackingPrices(items).fluid_gpus();
+}
+
+namespace {
+double waste_of(const std::map<int32_t, double>& items, double requested_milli) {
+  const double gpus = fluid_packing_gpus(std::vector<std::pair<int32_t, double>>(items.begin(), items.end()));
+  return std::max(0.0, kMilli * gpus - requested_milli);
 }
 }  // namespace
 
@@ -219,11 +226,6 @@ double packing_waste_milli(std::span<const Request> requests) {
 bool gpu_use_is_milli(std::span<const Request> requests) {
   return std::all_of(requests.begin(), requests.end(),
                      [](const Request& r) { return r.is_plain() || (!r.is_gpu() && r.mig_devices.empty()); });
-}
-
-double fluid_packing_gpus(const std::vector<std::pair<int32_t, double>>& items) {
-  if (items.empty()) return 0.0;
-  return PackingPrices(items).fluid_gpus();
 }
 
 std::optional<double> mix_packing_bound(std::span<const Request> requests) {

@@ -10,6 +10,7 @@
 
 #include "analyze/cluster_model.h"
 #include "analyze/gpu_map.h"
+#include "frag/packing_prices.h"
 #include "io/pod_resources.h"
 #include "policy/registry.h"
 #include "sched/filter.h"
@@ -1764,17 +1765,15 @@ ServiceMetrics ExtenderService::metrics() const {
     std::lock_guard lock(mu_);
     m = metrics_locked();
   }
-  // The repack bound's LP (about 10 ms with hundreds of pod sizes)
-  // runs outside the lock, and again only when the pods' sizes change.
+  // The repack bound's LP (about 10 ms with hundreds of pod sizes) runs
+  // outside the lock, and again only when the pods' sizes change.
+  if (!m.bound_gpu_items) return m;
   std::lock_guard lock(repack_mu_);
-  if (!m.bound_gpu_items) {
-    repack_key_.reset();
-    repack_.reset();
-  } else if (!repack_key_ || repack_key_->first != *m.bound_gpu_items || repack_key_->second != m.gpus_in_use) {
-    repack_ = repack_bound(m);
-    repack_key_.emplace(*m.bound_gpu_items, m.gpus_in_use);
+  if (repack_items_.empty() || repack_items_ != *m.bound_gpu_items) {
+    repack_fluid_gpus_ = fluid_packing_gpus(*m.bound_gpu_items);
+    repack_items_ = *m.bound_gpu_items;
   }
-  m.repack = repack_;
+  m.repack = repack_of(m, repack_fluid_gpus_);
   return m;
 }
 

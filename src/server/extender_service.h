@@ -420,11 +420,11 @@ class ExtenderService {
                                              std::vector<size_t>* positions = nullptr);
 
   mutable std::mutex mu_;
-  // The repack bound /metrics last solved (its LP runs outside mu_), by the
-  // items and GPUs in use it was solved for; repack_mu_ serialises scrapes.
+  // The repack bound's LP /metrics last solved (it runs outside mu_): the
+  // items it was solved for and its GPUs; repack_mu_ serialises scrapes.
   mutable std::mutex repack_mu_;
-  mutable std::optional<std::pair<std::vector<std::pair<int32_t, double>>, int64_t>> repack_key_;
-  mutable std::optional<ClusterMetrics::Repack> repack_;
+  mutable std::vector<std::pair<int32_t, double>> repack_items_;
+  mutable double repack_fluid_gpus_ = 0;
   ServiceOptions options_;
   std::unique_ptr<Policy> policy_;
   std::unique_ptr<WorkPool> score_pool_;  // options_.score_threads > 1

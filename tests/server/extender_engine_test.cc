@@ -271,7 +271,17 @@ TEST(ExtenderEngine, RepackBoundFollowsThePodsOnMetricsAndInAnalyze) {
   EXPECT_NE(text.find("\ngpupack_repack_freeable_gpus 1.5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\ngpupack_size_waste_gpus 0\n"), std::string::npos) << text;
 
-  // A fourth half on GPU 0 (the same sizes, fewer GPUs in use): 0.5 freeable.
+  // The same three halves on two GPUs: the LP's result is kept (same items),
+  // the freeable GPUs follow the GPUs in use.
+  std::vector<json> packed = pods;
+  packed[2] = pod_json({.name = "h2", .cpu = "1", .gpu_milli = 500, .node = "n", .assigned = "n:0@500"});
+  load(service, {node}, packed);
+  m = service.metrics();
+  EXPECT_EQ(m.gpus_in_use, 2);
+  ASSERT_TRUE(m.repack.has_value());
+  EXPECT_NEAR(m.repack->freeable_gpus, 0.5, 1e-6);
+
+  // A fourth half on GPU 0 (more of the same size): 1 GPU freeable.
   pods.push_back(pod_json({.name = "h3", .cpu = "1", .gpu_milli = 500, .node = "n", .assigned = "n:0@500"}));
   load(service, {node}, pods);
   m = service.metrics();
