@@ -29,6 +29,7 @@ bool WholeNodeReserve::fully_free(const ClusterState& state, NodeId node) {
 }
 
 void WholeNodeReserve::build(const ClusterState& state) {
+  state_ = nullptr;  // the counts are recounted from the new groups
   node_count_ = state.node_count();
   stamp_ = state.tie_order_stamp();
   member_.assign(static_cast<size_t>(node_count_), 0);
@@ -81,17 +82,48 @@ void WholeNodeReserve::build(const ClusterState& state) {
 bool WholeNodeReserve::update(const ClusterState& state) {
   if (node_count_ != state.node_count() || stamp_ != state.tie_order_stamp()) build(state);
   const double free_milli = static_cast<double>(state.gpu_capacity_milli() - state.gpu_used_milli());
+  if (groups_[0].nodes.empty() && groups_[1].nodes.empty()) return false;
+  count_free_nodes(state);
   bool changed = false;
   for (Group& g : groups_) {
     if (g.nodes.empty()) continue;
-    g.free_nodes = 0;
-    for (int32_t n : g.nodes) g.free_nodes += fully_free(state, NodeId{n}) ? 1 : 0;
     g.reserve = g.pods_per_milli * free_milli;
     const bool holding = static_cast<double>(g.free_nodes) <= g.reserve;
     changed = changed || holding != g.holding;
     g.holding = holding;
   }
   return changed;
+}
+
+void WholeNodeReserve::recount_class(const ClusterState& state, int32_t c) {
+  const NodeClasses& classes = state.node_classes();
+  Counted& was = counted_[static_cast<size_t>(c)];
+  for (int g = 0; g < 2; ++g)
+    if (was.groups & (1u << g)) groups_[g].free_nodes -= was.nodes;
+  was = Counted{};
+  if (!classes.alive(c)) return;
+  const NodeClasses::Live& live = classes.live_of(c);
+  const uint8_t groups = member_[static_cast<size_t>(live.first)];
+  if (groups == 0 || !fully_free(state, NodeId{live.first})) return;
+  was = Counted{live.size, groups};
+  for (int g = 0; g < 2; ++g)
+    if (groups & (1u << g)) groups_[g].free_nodes += live.size;
+}
+
+void WholeNodeReserve::count_free_nodes(const ClusterState& state) {
+  const NodeClasses& classes = state.node_classes();
+  const bool same_history = state_ == &state && log_id_ == classes.log_id() && classes.log_holds(cursor_);
+  if (counted_.size() < classes.slots()) counted_.resize(classes.slots());
+  if (same_history) {
+    for (uint64_t i = cursor_; i < classes.log_end(); ++i) recount_class(state, classes.logged(i));
+  } else {
+    state_ = &state;
+    log_id_ = classes.log_id();
+    counted_.assign(classes.slots(), Counted{});
+    for (Group& g : groups_) g.free_nodes = 0;
+    for (const NodeClasses::Live& l : classes.live()) recount_class(state, l.id);
+  }
+  cursor_ = classes.log_end();
 }
 
 bool WholeNodeReserve::reserved(const ClusterState& state, NodeId node) const {

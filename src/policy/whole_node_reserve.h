@@ -24,8 +24,13 @@
 //
 // update() is called once per decision (the scheduler's prepare): it
 // recomputes the groups when the cluster changes (node count or
-// tie_order_stamp, O(nodes^2) over distinct shapes, once), then counts the
-// groups' fully free nodes, O(group nodes). It returns true when the reserved
+// tie_order_stamp, O(nodes^2) over distinct shapes, once), then brings the
+// groups' fully free node counts up to date. The counts are kept per node
+// class (model/node_classes.h: members share capacity and state, so a class
+// is fully free, and in a group, for all its members or for none): a call
+// re-reads only the classes the class log names since the last call, O(moves)
+// (a bind touches two), and recounts every live class only on another
+// history (another state, a copy, a log overrun). It returns true when the reserved
 // set's rule changed (a group's "at most R" flipped), so that scores cached
 // for the group's fully free nodes are dropped. A default-constructed
 // reserve (or a workload without such pods) reserves nothing.
@@ -68,6 +73,8 @@ class WholeNodeReserve {
     bool holding = false;  // free_nodes <= reserve (and there are pods to hold for)
   };
   void build(const ClusterState& state);
+  void count_free_nodes(const ClusterState& state);
+  void recount_class(const ClusterState& state, int32_t c);
   static bool fully_free(const ClusterState& state, NodeId node);
 
   std::vector<TargetClass> classes_;  // the whole workload
@@ -76,6 +83,17 @@ class WholeNodeReserve {
   uint64_t stamp_ = 0;
   Group groups_[2];
   std::vector<uint8_t> member_;  // per node: bit 0 largest, bit 1 maximal
+
+  // Fully free members counted per class slot (0 where the class is not
+  // fully free or in no group), as of the class log's cursor_ in history
+  // (state_, log_id_); counted_[c] holds the group bits it was added under.
+  struct Counted {
+    int32_t nodes = 0;
+    uint8_t groups = 0;
+  };
+  std::vector<Counted> counted_;
+  const ClusterState* state_ = nullptr;
+  uint64_t log_id_ = 0, cursor_ = 0;
 };
 
 }  // namespace gpupack

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "policy/capfrag.h"
 #include "policy/registry.h"
 #include "sched/scheduler.h"
@@ -88,6 +90,64 @@ TEST(WholeNodeReserve, OnNodesOfOneShapeOnlyTheLargestGroupCounts) {
   EXPECT_EQ(r.reserve(1), 0.0);
   EXPECT_NEAR(r.reserve(0), 10.0 * 16000 / 180000, 1e-9);
   EXPECT_EQ(r.free_nodes(0), 2);
+}
+
+// The counts are kept per node class from the class log; they must equal a
+// plain count of the groups' fully free nodes through binds, unbinds,
+// rollbacks, and reads of another history (a copy) in between.
+TEST(WholeNodeReserve, IncrementalCountsEqualAPlainCountOnRandomChanges) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 24; ++i) {
+    if (i % 3 == 0) nodes.push_back({"g3-" + std::to_string(i), 128000, 786432, 8, kG3});
+    if (i % 3 == 1) nodes.push_back({"g2-" + std::to_string(i), 96000, 393216, 8, kG2});
+    if (i % 3 == 2) nodes.push_back({"t4-" + std::to_string(i), 96000, 393216, 2, kT4});
+  }
+  ClusterState s(nodes);
+  const ClusterState original = s;
+  WholeNodeReserve r(workload(10, 2));
+  // The plain count: group 0 = the 8-GPU nodes, group 1 = the G3 nodes.
+  const auto plain = [&](const ClusterState& st, int group) {
+    int n = 0;
+    for (int i = 0; i < st.node_count(); ++i) {
+      const NodeId id{i};
+      const bool member = group == 0 ? st.gpu_count(id) == 8 : st.cpu_total_milli(id) == 128000;
+      n += member && st.gpu_free_total_milli(id) == 8000 && st.cpu_free_milli(id) == st.cpu_total_milli(id);
+    }
+    return n;
+  };
+  std::mt19937 rng(7);
+  std::vector<PodId> bound;
+  int next_pod = 0;
+  for (int step = 0; step < 400; ++step) {
+    const int what = static_cast<int>(rng() % 10);
+    if (what < 5 || bound.empty()) {  // bind a one-GPU or a CPU-only pod
+      const NodeId node{static_cast<int>(rng() % nodes.size())};
+      const bool gpu = rng() % 2 == 0;
+      const Request req{4000, 0, gpu ? 1 : 0, gpu ? 500 : 0, 0};
+      const Assignment where{node, gpu ? 1u << (rng() % static_cast<uint32_t>(s.gpu_count(node))) : 0u, gpu ? 500 : 0};
+      if (s.bind(PodId{next_pod}, req, where).code == Status::Code::kSuccess) bound.push_back(PodId{next_pod});
+      ++next_pod;
+    } else if (what < 8) {  // unbind one
+      const size_t k = rng() % bound.size();
+      ASSERT_EQ(s.unbind(bound[k]).code, Status::Code::kSuccess);
+      bound.erase(bound.begin() + static_cast<std::ptrdiff_t>(k));
+    } else if (what == 8) {  // a what-if: bind, read, roll back
+      const ClusterState::Checkpoint mark = s.checkpoint();
+      (void)s.bind(PodId{next_pod++}, Request{1000, 0, 0, 0, 0}, {NodeId{0}, 0u, 0});
+      r.update(s);
+      EXPECT_EQ(r.free_nodes(0), plain(s, 0)) << step;
+      s.rollback(mark);
+    } else {  // read another history, then come back
+      r.update(original);
+      EXPECT_EQ(r.free_nodes(0), plain(original, 0));
+      EXPECT_EQ(r.free_nodes(1), plain(original, 1));
+    }
+    r.update(s);
+    ASSERT_EQ(r.free_nodes(0), plain(s, 0)) << "step " << step;
+    ASSERT_EQ(r.free_nodes(1), plain(s, 1)) << "step " << step;
+  }
+  EXPECT_GT(plain(s, 0), 0);  // the walk left some nodes whole and took others
+  EXPECT_LT(plain(s, 0), 16);
 }
 
 // In dualfrag the key sits under FGD's score: a held node scores one step of
