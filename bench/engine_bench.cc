@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "frag/capacity_frag.h"
 #include "frag/cluster_metrics.h"
 #include "frag/packing_prices.h"
 #include "io/openb.h"
@@ -158,6 +159,35 @@ void BM_PackingPricesManySizes(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_PackingPricesManySizes)->Arg(20)->Arg(100)->Arg(999)->Unit(benchmark::kMillisecond);
+
+// capfrag's S and FGD's one-pod measure together (frag/capacity_frag.h
+// StrandedPairEvaluator), over the openb default target, for every node of
+// an openb cluster half filled by FGD (seed 42): the node evaluation that
+// capfrag, poolfrag and dualfrag add to FGD's. Time per 1,213 nodes.
+void BM_StrandedPairOpenbHalfFull(benchmark::State& state) {
+  const Loaded* l = openb_default();
+  if (!l) {
+    state.SkipWithError("shared/traces/openb not found");
+    return;
+  }
+  ClusterState cluster(l->nodes);
+  auto policy = make_policy("fgd", {42, l->target});
+  Scheduler sched(*policy);
+  for (size_t i = 0; i < l->arrivals.size() / 2; ++i)
+    sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l->arrivals[i]);
+  const StrandedPairEvaluator eval(*l->target, class_weights(*l->target, ClassWeight::kPods));
+  for (auto _ : state) {
+    int64_t sum = 0;
+    for (int n = 0; n < cluster.node_count(); ++n) {
+      const NodeId id{n};
+      sum += eval(cluster.gpu_model(id), cluster.cpu_free_milli(id), cluster.gpu_free_milli(id)).capacity;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * cluster.node_count(),
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_StrandedPairOpenbHalfFull)->Unit(benchmark::kMicrosecond);
 
 // The repack bound of a full openb cluster (FGD, seed 42, every arrival
 // tried): the LP `serve` solves for /metrics when the running pods' sizes

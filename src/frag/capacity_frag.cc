@@ -92,37 +92,72 @@ StrandedPairEvaluator::StrandedPairEvaluator(const TargetWorkload& target, std::
     it->weight_sum += w;
     it->members.push_back({m.cpu_milli, w});
   }
+  // Groups of one GPU milli next to each other, so that one walk serves them.
+  std::stable_sort(groups_.begin(), groups_.end(),
+                   [](const Group& a, const Group& b) { return a.gpu_milli < b.gpu_milli; });
+  for (size_t i = 0; i < groups_.size(); ++i) {
+    Group& g = groups_[i];
+    if (2 * g.gpu_milli > kGpuMilliPerGpu) continue;  // a fitting GPU holds one pod
+    if (i > 0 && groups_[i - 1].gpu_milli == g.gpu_milli) {
+      g.per_gpu = groups_[i - 1].per_gpu;
+      continue;
+    }
+    g.per_gpu = static_cast<int32_t>(pods_per_gpu_.size());
+    std::vector<uint16_t>& table = pods_per_gpu_.emplace_back(kGpuMilliPerGpu + 1);
+    for (int32_t f = 0; f <= kGpuMilliPerGpu; ++f)
+      table[static_cast<size_t>(f)] = static_cast<uint16_t>(f / g.gpu_milli);
+  }
 }
 
 StrandedPair StrandedPairEvaluator::operator()(GpuModelId model, int64_t cpu_free_milli,
                                                std::span<const int32_t> gpu_free_milli) const {
   int64_t free_total = 0;
-  for (int32_t f : gpu_free_milli) free_total += f;
+  bool within_gpu = true;  // every free milli in 0..kGpuMilliPerGpu, as ClusterState keeps them
+  for (int32_t f : gpu_free_milli) {
+    free_total += f;
+    within_gpu = within_gpu && f >= 0 && f <= kGpuMilliPerGpu;
+  }
   StrandedPair out;
   if (free_total == 0) return out;
   out.capacity = out.one_pod = cpu_only_weight_ * free_total;
+  int32_t walked_milli = 0;        // the GPU milli `fitting`, `below` and `units` are for (0: none yet)
+  int32_t fitting = 0, units = 0;  // a node's GPUs are few: 32-bit divisions below
+  int64_t below = 0;
   for (const Group& g : groups_) {
     if (!model_allowed(g.allowed_models, model)) {
       out.capacity += g.weight_sum * free_total;
       out.one_pod += g.weight_sum * free_total;
       continue;
     }
-    int fitting = 0;
-    int64_t below = 0, units = 0;
-    for (int32_t f : gpu_free_milli) {
-      if (f >= g.gpu_milli) {
-        ++fitting;
-        units += f / g.gpu_milli;
+    if (g.gpu_milli != walked_milli) {
+      walked_milli = g.gpu_milli;
+      fitting = units = 0;
+      below = 0;
+      // Branch-free over the GPUs: whether a GPU fits is data, not pattern.
+      const int32_t milli = g.gpu_milli;
+      for (int32_t f : gpu_free_milli) {
+        const bool fits = f >= milli;
+        fitting += fits ? 1 : 0;
+        below += fits ? 0 : f;
+      }
+      if (!within_gpu) {
+        for (int32_t f : gpu_free_milli) units += f >= milli ? f / milli : 0;
+      } else if (g.per_gpu < 0) {
+        units = fitting;  // above half a GPU, a fitting GPU holds one pod
       } else {
-        below += f;
+        const uint16_t* table = pods_per_gpu_[static_cast<size_t>(g.per_gpu)].data();
+        for (int32_t f : gpu_free_milli) units += table[f];
       }
     }
     const int64_t gpu_pods = units / g.gpu_count;
     const int64_t pod_milli = int64_t{g.gpu_count} * g.gpu_milli;
+    const bool gpus_fit = fitting >= g.gpu_count;
     for (const Member& m : g.members) {
-      const int64_t k_cpu = m.cpu_milli > 0 ? cpu_free_milli / m.cpu_milli : std::numeric_limits<int64_t>::max();
-      out.one_pod += m.weight * (fitting < g.gpu_count || k_cpu < 1 ? free_total : below);
-      out.capacity += m.weight * (free_total - std::min(gpu_pods, k_cpu) * pod_milli);
+      // min(gpu_pods, cpu_free / cpu): the division only where the CPU binds.
+      const int64_t k =
+          m.cpu_milli == 0 || gpu_pods * m.cpu_milli <= cpu_free_milli ? gpu_pods : cpu_free_milli / m.cpu_milli;
+      out.one_pod += m.weight * (gpus_fit && (m.cpu_milli == 0 || cpu_free_milli >= m.cpu_milli) ? below : free_total);
+      out.capacity += m.weight * (free_total - k * pod_milli);
     }
   }
   return out;

@@ -56,8 +56,12 @@ StrandedPair stranded_pair(const TargetWorkload& target, std::span<const int64_t
 
 // stranded_pair() for one target and one set of weights, with the classes
 // that share their GPU side (GPU count, GPU milli, allowed models; the openb
-// default target's 35 classes form 17 such groups) walked over the GPUs once
-// per group; each member then adds its CPU side in O(1). Same result as
+// default target's 35 classes form 17 such groups) added up per group, and
+// the groups that share a GPU milli (whole-GPU pods of 1, 2, 4 or 8 GPUs)
+// walking the GPUs once between them, without branches or divisions while
+// every free milli lies within one GPU (a pods-per-GPU table for each GPU
+// milli of at most half a GPU); each member then adds its CPU side in O(1),
+// dividing only where the CPU binds before the GPUs. Same result as
 // stranded_pair(), exactly. Immutable after construction; the target and
 // weights are copied.
 class StrandedPairEvaluator {
@@ -71,14 +75,18 @@ class StrandedPairEvaluator {
     int64_t cpu_milli = 0;
     int64_t weight = 0;
   };
-  struct Group {
+  struct Group {  // groups_ is sorted by gpu_milli
     int32_t gpu_count = 0;
     int32_t gpu_milli = 0;
     ModelMask allowed_models = 0;
     int64_t weight_sum = 0;
     std::vector<Member> members;
+    int32_t per_gpu = -1;  // index into pods_per_gpu_ (GPU milli of at most half a GPU), else -1
   };
   std::vector<Group> groups_;
+  // Per GPU milli of at most half a GPU: pods per GPU by free milli
+  // 0..kGpuMilliPerGpu (free / gpu_milli), to keep the division off the walk.
+  std::vector<std::vector<uint16_t>> pods_per_gpu_;
   int64_t cpu_only_weight_ = 0;  // classes without GPUs: all free milli stranded
 };
 
