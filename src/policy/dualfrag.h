@@ -33,8 +33,8 @@
 // without key 3 the G3 nodes (the only hosts of openb's 120-core 8-GPU pods,
 // too rare for FGD's target) and then every whole 8-GPU node go early, and
 // dualfrag placed 1-2 pp less than FGD from 80 to 95% arrived (-1.91 at
-// worst on default); with it -0.48, and +0.06 pp at 130% (bench/RESULTS.md,
-// "The whole-node reserve").
+// worst on default); with it -0.41, and +0.07 pp at 130% (bench/RESULTS.md,
+// "The whole-node reserve" and "The maximal group").
 // This is the primal-dual rule of online stochastic bin packing (items drawn
 // from a known distribution are placed where the reduced cost under the
 // fluid LP's duals is least), applied per GPU, with the target workload as
@@ -49,7 +49,8 @@
 //
 // Cost: the prices are one small LP at construction (a few ms for the openb
 // targets); a candidate costs capfrag's evaluation plus one table lookup per
-// GPU taken, and the reserve one pass over the largest nodes per decision.
+// GPU taken, and the reserve a re-read of the node classes changed since
+// the last decision.
 // Scores depend on node state and request, and on whether each reserve
 // group is held: when that changes, scoring_epoch() changes and the
 // scheduler drops the class scores it keeps. Requests that are not plain, and clusters with

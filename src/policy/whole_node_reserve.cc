@@ -50,17 +50,21 @@ void WholeNodeReserve::build(const ClusterState& state) {
   const bool maximal_group = maximal.size() < shapes.size();
 
   double largest_pods = 0, maximal_pods = 0;
+  std::set<Shape> maximal_hosts;  // the maximal shapes that host a pod of the maximal group
   for (const TargetClass& c : classes_) {
     if (c.gpu_count <= 0 || c.count <= 0) continue;
     if (most_gpus >= 2 && c.gpu_count == most_gpus) largest_pods += static_cast<double>(c.count);
     if (!maximal_group) continue;
-    bool any_host = false, only_maximal = true;
+    std::vector<Shape> hosts;
+    bool only_maximal = true;
     for (const Shape& s : shapes) {
       if (std::get<0>(s) < c.gpu_count || std::get<1>(s) < c.cpu_milli) continue;
-      any_host = true;
+      hosts.push_back(s);
       only_maximal = only_maximal && maximal.count(s) > 0;
     }
-    if (any_host && only_maximal) maximal_pods += static_cast<double>(c.count);
+    if (hosts.empty() || !only_maximal) continue;
+    maximal_pods += static_cast<double>(c.count);
+    maximal_hosts.insert(hosts.begin(), hosts.end());
   }
   groups_[0].pods_per_milli = largest_pods / workload_gpu_milli_;
   groups_[1].pods_per_milli = maximal_pods / workload_gpu_milli_;
@@ -72,7 +76,7 @@ void WholeNodeReserve::build(const ClusterState& state) {
       groups_[0].nodes.push_back(n);
       member_[static_cast<size_t>(n)] |= 1;
     }
-    if (maximal_pods > 0 && maximal.count(s) > 0) {
+    if (maximal_pods > 0 && maximal_hosts.count(s) > 0) {
       groups_[1].nodes.push_back(n);
       member_[static_cast<size_t>(n)] |= 2;
     }

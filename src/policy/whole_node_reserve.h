@@ -6,13 +6,15 @@
 // (its classes and its tail: every class, rare ones included) that need one:
 // - largest: the nodes with the most GPUs (at least 2), for the pods asking
 //   for that many GPUs (openb: 8-GPU nodes, 8-GPU pods);
-// - maximal: the nodes of a shape that no other node's shape dominates
-//   (GPUs, CPU and memory all at least as large, one larger), for the GPU
-//   pods that by GPU count and CPU only such nodes can host (openb: the G3
-//   nodes, 8 GPUs and 128 cores, the only hosts of the 8-GPU pods of 120
-//   cores; and the A10 nodes, 1 GPU with 128 cores and 1 TiB, which no such
-//   pod needs). Only when some GPU node is not maximal (otherwise every pod
-//   would count).
+// - maximal: for the GPU pods that by GPU count and CPU only nodes of a
+//   maximal shape can host (a shape no other node's shape dominates: GPUs,
+//   CPU and memory all at least as large, one larger), the nodes of the
+//   maximal shapes that host one of them (openb: the G3 nodes, 8 GPUs and
+//   128 cores, the only hosts of the 8-GPU pods of 120 cores; not the A10
+//   nodes, 1 GPU with 128 cores and 1 TiB, also maximal but no host of
+//   such a pod: counted, their fully free nodes kept the hold off while the
+//   G3s were taken). Only when some GPU node is not maximal (otherwise
+//   every pod would count).
 // Models are not considered (poolfrag's slack keeps the pools that model
 // constraints need). A group's reserve is
 //   R = (its pods in the workload / the workload's GPU milli) x the cluster's

@@ -92,6 +92,21 @@ TEST(WholeNodeReserve, OnNodesOfOneShapeOnlyTheLargestGroupCounts) {
   EXPECT_EQ(r.free_nodes(0), 2);
 }
 
+// A maximal shape that hosts none of the group's pods (openb's A10 nodes:
+// 1 GPU, 128 cores, 1 TiB) is not in the group: counting it would keep the
+// hold off while the G3 nodes the pods need are taken.
+TEST(WholeNodeReserve, TheMaximalGroupHoldsOnlyShapesItsPodsFit) {
+  std::vector<NodeSpec> nodes = cluster();
+  nodes.push_back({"a10", 128000, 1048576, 1, *GpuCatalog::builtin().find("A10")});
+  ClusterState s(nodes);
+  WholeNodeReserve r(workload(10, 2));
+  EXPECT_TRUE(r.update(s));
+  EXPECT_EQ(r.free_nodes(1), 1);  // the G3 alone, not the A10
+  EXPECT_TRUE(r.reserved(s, NodeId{0}));
+  EXPECT_FALSE(r.reserved(s, NodeId{4}));
+  EXPECT_EQ(r.free_nodes(0), 3);  // the 8-GPU nodes, as without the A10
+}
+
 // The counts are kept per node class from the class log; they must equal a
 // plain count of the groups' fully free nodes through binds, unbinds,
 // rollbacks, and reads of another history (a copy) in between.
