@@ -386,6 +386,34 @@ void BM_Stage_PodUpdate(benchmark::State& state) {
       benchmark::Counter(2.0 * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
+// A watch flush that changes the pods' tally, then a prioritize call, per
+// policy (Arg 0: fgd, 1: dualfrag): the flush remakes the policy from the
+// new target (dualfrag solves its packing LP there, under the model's lock)
+// and the call after it scores with cold caches. Arg 1 = 0 leaves the flush
+// out (the warm call alone), for the difference.
+void BM_Stage_TallyChangeThenPrioritize(benchmark::State& state) {
+  const LoadCluster& c = load_cluster();
+  const char* policy = state.range(0) == 0 ? "fgd" : "dualfrag";
+  ExtenderService service(policy);
+  service.set_cluster(c.nodes, c.pods);
+  auto args = parse_extender_args_fast(c.body(false));
+  const json object = pod_object("event", c.names[1], c.names[1] + ":7@250", 250);
+  const K8sPod pod = parse_pod(object);
+  std::string error;
+  bool present = false;
+  int refused = 0;
+  for (auto _ : state) {
+    if (state.range(1) == 1) {
+      refused += present ? !service.update_pods({{pod.key(), {}, {}, true}})
+                         : !service.update_pods({{pod.key(), pod, object, false}});
+      present = !present;
+    }
+    benchmark::DoNotOptimize(service.prioritize(args.value(), &error));
+  }
+  if (refused > 0) state.SkipWithError("update_pods refused the event (a rebuild was needed)");
+  state.SetLabel(policy);
+}
+
 BENCHMARK(BM_Stage_ParseFullNodes)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_ParseGoBody)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_FilterService)->Unit(benchmark::kMillisecond);
@@ -394,6 +422,7 @@ BENCHMARK(BM_Stage_WriteFilterReply)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_WholeFilterRequest)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_SetCluster)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_PodUpdate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Stage_TallyChangeThenPrioritize)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_SetClusterAtScale)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_NodeNamesAtScale)->Arg(100000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Stage_MetricsAtScale)
