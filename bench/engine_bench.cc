@@ -184,8 +184,8 @@ void BM_StrandedPairOpenbHalfFull(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(sum);
   }
-  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * cluster.node_count(),
-                                                 benchmark::Counter::kIsRate);
+  state.counters["nodes/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * cluster.node_count(), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_StrandedPairOpenbHalfFull)->Unit(benchmark::kMicrosecond);
 
