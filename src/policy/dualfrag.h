@@ -33,16 +33,19 @@
 // without key 3 the G3 nodes (the only hosts of openb's 120-core 8-GPU pods,
 // too rare for FGD's target) and then every whole 8-GPU node go early, and
 // dualfrag placed 1-2 pp less than FGD from 80 to 95% arrived (-1.91 at
-// worst on default); with it -0.41, and +0.07 pp at 130% (bench/RESULTS.md,
-// "The whole-node reserve" and "The maximal group").
+// worst on default); with it -0.01, and +0.09 pp at 130% (bench/RESULTS.md,
+// "The whole-node reserve", "The maximal group" and "The reserve's safety
+// stock").
 // This is the primal-dual rule of online stochastic bin packing (items drawn
 // from a known distribution are placed where the reduced cost under the
 // fluid LP's duals is least), applied per GPU, with the target workload as
 // the distribution, as FGD uses it.
 //
-// Constants: none fitted. The prices come from the target's class counts,
-// the reserve from its pod counts and the free capacity (horizons of 0.5x
-// and 2x the free capacity measured in bench/RESULTS.md);
+// Constants: one chosen, the reserve's safety stock of 2 standard deviations
+// (policy/whole_node_reserve.h, with its table of 0 to 3). The prices come
+// from the target's class counts, the reserve from its pod counts and the
+// free capacity (horizons of 0.5x and 2x the free capacity measured in
+// bench/RESULTS.md);
 // the loss is compared in steps of 1/1000 of a GPU (steps of 1/100 and
 // 1/20 give the same 10-seed curves on the four openb traces, since the
 // openb prices are multiples of 1/12; sensitivity table in bench/RESULTS.md).

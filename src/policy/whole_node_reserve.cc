@@ -1,6 +1,7 @@
 #include "policy/whole_node_reserve.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -91,7 +92,8 @@ bool WholeNodeReserve::update(const ClusterState& state) {
   bool changed = false;
   for (Group& g : groups_) {
     if (g.nodes.empty()) continue;
-    g.reserve = g.pods_per_milli * free_milli;
+    g.expected = g.pods_per_milli * free_milli;
+    g.reserve = g.expected + kSafetyStdDevs * std::sqrt(g.expected);
     const bool holding = static_cast<double>(g.free_nodes) <= g.reserve;
     changed = changed || holding != g.holding;
     g.holding = holding;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "policy/capfrag.h"
@@ -26,39 +27,45 @@ std::vector<NodeSpec> cluster() {
           {"t4", 96000, 393216, 2, kT4}};
 }
 
-// 100 one-GPU pods of 8 cores; `exclusive` 8-GPU pods of 120 cores (only the
-// G3 hosts them); `eight` 8-GPU pods of 64 cores (any 8-GPU node).
-TargetWorkload workload(int exclusive, int eight) {
-  std::vector<Request> pods(100, Request{8000, 0, 1, 1000, 0});
+// `small` one-GPU pods of 8 cores; `exclusive` 8-GPU pods of 120 cores (only
+// the G3 hosts them); `eight` 8-GPU pods of 64 cores (any 8-GPU node).
+TargetWorkload workload(int exclusive, int eight, int small = 100) {
+  std::vector<Request> pods(static_cast<size_t>(small), Request{8000, 0, 1, 1000, 0});
   for (int i = 0; i < exclusive; ++i) pods.push_back({120000, 0, 8, 1000, 0});
   for (int i = 0; i < eight; ++i) pods.push_back({64000, 0, 8, 1000, 0});
   return TargetWorkload::from_requests(pods, {}, 0.85);  // the 8-GPU classes fall in the tail
 }
 
+// R = lambda + 2 sqrt(lambda): the expected pods and a safety stock.
+double with_safety(double lambda) { return lambda + WholeNodeReserve::kSafetyStdDevs * std::sqrt(lambda); }
+
 TEST(WholeNodeReserve, HoldsAGroupsFullyFreeNodesWhileTheyAreNoMoreThanItsExpectedPods) {
-  const TargetWorkload target = workload(10, 2);
+  const TargetWorkload target = workload(10, 2, 1000);
   ASSERT_EQ(target.tail.size(), 2u);  // the rule reads the whole workload, tail included
   WholeNodeReserve r(target);
   ClusterState s(cluster());
   EXPECT_TRUE(r.update(s));  // the maximal group starts holding
-  // Workload GPU milli 100 x 1000 + 12 x 8000 = 196,000; cluster free 26,000.
-  // Largest (8-GPU nodes): 12 pods -> R = 12 x 26,000 / 196,000 = 1.59, 3 free.
-  // Maximal (the G3): 10 pods -> R = 1.33, 1 free: held.
-  EXPECT_NEAR(r.reserve(0), 12.0 * 26000 / 196000, 1e-9);
+  // Workload GPU milli 1,000 x 1000 + 12 x 8000 = 1,096,000; cluster free 26,000.
+  // Largest (8-GPU nodes): 12 pods -> lambda = 12 x 26,000 / 1,096,000 = 0.285,
+  // R = 0.285 + 2 x 0.534 = 1.35, 3 free: not held.
+  // Maximal (the G3): 10 pods -> lambda = 0.237, R = 1.21, 1 free: held.
+  EXPECT_NEAR(r.expected(0), 12.0 * 26000 / 1096000, 1e-9);
+  EXPECT_NEAR(r.reserve(0), with_safety(12.0 * 26000 / 1096000), 1e-9);
   EXPECT_EQ(r.free_nodes(0), 3);
-  EXPECT_NEAR(r.reserve(1), 10.0 * 26000 / 196000, 1e-9);
+  EXPECT_NEAR(r.expected(1), 10.0 * 26000 / 1096000, 1e-9);
+  EXPECT_NEAR(r.reserve(1), with_safety(10.0 * 26000 / 1096000), 1e-9);
   EXPECT_EQ(r.free_nodes(1), 1);
   EXPECT_TRUE(r.reserved(s, NodeId{0}));
   EXPECT_FALSE(r.reserved(s, NodeId{1}));
   EXPECT_FALSE(r.reserved(s, NodeId{3}));  // in no group
   EXPECT_FALSE(r.update(s));               // nothing changed
 
-  // One pod on each G2: one fully free 8-GPU node left, at most R = 1.47.
+  // One pod on each G2: one fully free 8-GPU node left, at most R = 1.29.
   // The largest group now holds too, but only fully free nodes are held.
   ASSERT_EQ(s.bind(PodId{0}, Request{8000, 0, 1, 1000, 0}, {NodeId{1}, 1u, 1000}).code, Status::Code::kSuccess);
   ASSERT_EQ(s.bind(PodId{1}, Request{8000, 0, 1, 1000, 0}, {NodeId{2}, 1u, 1000}).code, Status::Code::kSuccess);
   EXPECT_TRUE(r.update(s));
-  EXPECT_NEAR(r.reserve(0), 12.0 * 24000 / 196000, 1e-9);
+  EXPECT_NEAR(r.reserve(0), with_safety(12.0 * 24000 / 1096000), 1e-9);
   EXPECT_EQ(r.free_nodes(0), 1);
   EXPECT_TRUE(r.reserved(s, NodeId{0}));
   EXPECT_FALSE(r.reserved(s, NodeId{1}));
@@ -88,7 +95,7 @@ TEST(WholeNodeReserve, OnNodesOfOneShapeOnlyTheLargestGroupCounts) {
   WholeNodeReserve r(workload(10, 0));
   r.update(s);
   EXPECT_EQ(r.reserve(1), 0.0);
-  EXPECT_NEAR(r.reserve(0), 10.0 * 16000 / 180000, 1e-9);
+  EXPECT_NEAR(r.expected(0), 10.0 * 16000 / 180000, 1e-9);
   EXPECT_EQ(r.free_nodes(0), 2);
 }
 
@@ -99,9 +106,10 @@ TEST(WholeNodeReserve, TheMaximalGroupHoldsOnlyShapesItsPodsFit) {
   std::vector<NodeSpec> nodes = cluster();
   nodes.push_back({"a10", 128000, 1048576, 1, *GpuCatalog::builtin().find("A10")});
   ClusterState s(nodes);
-  WholeNodeReserve r(workload(10, 2));
+  WholeNodeReserve r(workload(10, 2, 1000));
   EXPECT_TRUE(r.update(s));
   EXPECT_EQ(r.free_nodes(1), 1);  // the G3 alone, not the A10
+  EXPECT_LT(r.reserve(1), 2.0);   // so counting the A10 would end the hold
   EXPECT_TRUE(r.reserved(s, NodeId{0}));
   EXPECT_FALSE(r.reserved(s, NodeId{4}));
   EXPECT_EQ(r.free_nodes(0), 3);  // the 8-GPU nodes, as without the A10
@@ -170,7 +178,8 @@ TEST(WholeNodeReserve, IncrementalCountsEqualAPlainCountOnRandomChanges) {
 // others exactly as without it; the scheduler then keeps the G3 whole for a
 // pod that fits elsewhere. Changing the held set changes scoring_epoch().
 TEST(WholeNodeReserve, DualfragKeepsAHeldNodeWholeForPodsThatFitElsewhere) {
-  const auto target = std::make_shared<const TargetWorkload>(workload(10, 2));
+  // The maximal group holds (R 1.21, 1 free), the largest does not (R 1.35, 3 free).
+  const auto target = std::make_shared<const TargetWorkload>(workload(10, 2, 1000));
   CapFragPolicy::Options with, without;
   with.packing_loss = without.packing_loss = true;
   with.whole_node_reserve = true;
