@@ -40,10 +40,14 @@ void PoolFragPolicy::refresh_pools(const ClusterState& state) {
     total += double{kGpuMilliPerGpu} * state.gpu_count(id);
     present_ |= model_bit(state.gpu_model(id));
   }
+  // The whole workload, its rare classes (FGD's tail) included: a model
+  // that only rare classes need is still needed.
+  std::vector<TargetClass> all = target_->classes;
+  all.insert(all.end(), target_->tail.begin(), target_->tail.end());
   double demand = 0;
-  for (const TargetClass& m : target_->classes) demand += double(m.count) * m.gpu_count * m.gpu_milli;
+  for (const TargetClass& m : all) demand += double(m.count) * m.gpu_count * m.gpu_milli;
   std::array<double, kMaxGpuModels> rate{};  // r_P
-  for (const TargetClass& m : target_->classes) {
+  for (const TargetClass& m : all) {
     const ModelMask mask = m.allowed_models & present_;
     if (m.gpu_count == 0 || m.allowed_models == 0 || mask == 0 || mask == present_) continue;
     double mask_cap = 0;

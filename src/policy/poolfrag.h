@@ -7,14 +7,16 @@
 //     serve: the slack of n's model pool P,
 //       slack(P) = (cap_P / cap) / r_P,
 //     cap_P = the pool's GPU milli, cap = the cluster's, and r_P = the share
-//     of the target workload's GPU demand that only a proper subset of the
-//     present models may serve, spread over that subset in proportion to
-//     pool capacity (a class allowed on V100M16 and V100M32 adds its demand
-//     to both, split by their sizes). slack < 1: the pool's own constrained
-//     pods alone would fill it by the time the cluster's capacity has
-//     arrived; a pool no constrained class needs has infinite slack. More
-//     slack scores higher. Pods that may use one model only, CPU-only pods
-//     and clusters or workloads without model constraints: constant key.
+//     of the workload's GPU demand (the target's classes and its tail of
+//     rare ones: a model only rare classes need is still needed) that only
+//     a proper subset of the present models may serve, spread over that
+//     subset in proportion to pool capacity (a class allowed on V100M16 and
+//     V100M32 adds its demand to both, split by their sizes). slack < 1: the
+//     pool's own constrained pods alone would fill it by the time the
+//     cluster's capacity has arrived; a pool no constrained class needs has
+//     infinite slack. More slack scores higher. Pods that may use one model
+//     only, CPU-only pods and clusters or workloads without model
+//     constraints: constant key.
 //  3. capfrag's keys 2 and 3 (policy/capfrag.h): the least growth of
 //     stranded capacity S, then best fit.
 //  4. Then the scheduler's node rank.
@@ -31,8 +33,8 @@
 // Constants: none fitted. The slack is compared in steps of 1/1000
 // (key = round(1000 x slack)); steps of 1/10 to 1/10,000 give the same
 // 10-seed curves on the four openb traces (sensitivity table in
-// bench/RESULTS.md). The demand shares come from the target's (FGD's) class
-// counts, memory ignored.
+// bench/RESULTS.md). The demand shares come from the workload's class
+// counts (FGD's target and its tail), memory ignored.
 //
 // Scores depend on the node's state and the request only (the slack of a
 // pool is fixed by the cluster's pools and the target), so the scheduler's

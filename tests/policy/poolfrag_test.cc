@@ -58,6 +58,22 @@ TEST(PoolFrag, PoolsNoConstrainedClassNeedsHaveInfiniteSlack) {
   EXPECT_TRUE(std::isinf(p.pool_slack(s, kG2)));
 }
 
+// A model that only rare classes need (FGD's tail, outside its target's
+// 95%) is still needed: its slack counts their demand, where before it was
+// infinite and drew the pods that may go anywhere (openb-like traces: the
+// pods bound to the G3 model failed from 26% arrived).
+TEST(PoolFrag, ThePodsOfRareClassesCountInTheSlack) {
+  std::vector<Request> pods(100, one_gpu(0));
+  pods.push_back(one_gpu(model_bit(kT4)));
+  pods.push_back(one_gpu(model_bit(kT4)));
+  const auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(pods, {}, 0.95));
+  ASSERT_EQ(target->classes.size(), 1u);  // the T4-only class is in the tail
+  const ClusterState s({{"t4", 32000, 0, 1, kT4}, {"g2", 32000, 0, 1, kG2}});
+  PoolFragPolicy p(target);
+  EXPECT_DOUBLE_EQ(p.pool_slack(s, kT4), 0.5 / (2.0 / 102));
+  EXPECT_TRUE(std::isinf(p.pool_slack(s, kG2)));
+}
+
 TEST(PoolFrag, RecomputesThePoolsForAnotherClusterOfTheSameSize) {
   const auto target = target_of({one_gpu(model_bit(kT4)), one_gpu(0)});
   PoolFragPolicy p(target);
