@@ -123,10 +123,12 @@ void CapFragPolicy::prepare(const ClusterState& state, const Request& req) {
   }
   if (options_.whole_node_reserve && reserve_.update(state)) {
     // The held nodes changed: their cached scores are stale, and so are the
-    // scheduler's class scores (scoring_epoch).
+    // scheduler's class scores (scoring_epoch), which it then reads again
+    // from this cache.
     ++epoch_;
-    for (auto& shape : cache_)
-      for (Entry& e : shape) e.version = 0;
+    reserve_.for_each_flipped(state, [&](NodeId n) {
+      for (auto& shape : cache_) shape[index(n)].version = 0;
+    });
   }
   use_fallback_ = has_hardware_nodes_ || !req.is_plain();
   if (use_fallback_) {

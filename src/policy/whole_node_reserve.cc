@@ -87,18 +87,19 @@ void WholeNodeReserve::build(const ClusterState& state) {
 bool WholeNodeReserve::update(const ClusterState& state) {
   if (node_count_ != state.node_count() || stamp_ != state.tie_order_stamp()) build(state);
   const double free_milli = static_cast<double>(state.gpu_capacity_milli() - state.gpu_used_milli());
+  flipped_ = 0;
   if (groups_[0].nodes.empty() && groups_[1].nodes.empty()) return false;
   count_free_nodes(state);
-  bool changed = false;
-  for (Group& g : groups_) {
+  for (int i = 0; i < 2; ++i) {
+    Group& g = groups_[i];
     if (g.nodes.empty()) continue;
     g.expected = g.pods_per_milli * free_milli;
     g.reserve = g.expected + kSafetyStdDevs * std::sqrt(g.expected);
     const bool holding = static_cast<double>(g.free_nodes) <= g.reserve;
-    changed = changed || holding != g.holding;
+    if (holding != g.holding) flipped_ |= static_cast<uint8_t>(1u << i);
     g.holding = holding;
   }
-  return changed;
+  return flipped_ != 0;
 }
 
 void WholeNodeReserve::recount_class(const ClusterState& state, int32_t c) {

@@ -72,6 +72,17 @@ class WholeNodeReserve {
 
   bool update(const ClusterState& state);
   bool reserved(const ClusterState& state, NodeId node) const;
+  // After update() returned true: calls f(node) for each node whose
+  // reserved() that change may have turned (the fully free nodes of the
+  // groups whose hold flipped), so that a caller drops only their scores.
+  template <class F>
+  void for_each_flipped(const ClusterState& state, F&& f) const {
+    for (int g = 0; g < 2; ++g) {
+      if (!(flipped_ & (1u << g))) continue;
+      for (int32_t n : groups_[g].nodes)
+        if (fully_free(state, NodeId{n})) f(NodeId{n});
+    }
+  }
 
   static constexpr double kSafetyStdDevs = 2.0;
 
@@ -101,6 +112,7 @@ class WholeNodeReserve {
   uint64_t stamp_ = 0;
   Group groups_[2];
   std::vector<uint8_t> member_;  // per node: bit 0 largest, bit 1 maximal
+  uint8_t flipped_ = 0;          // groups whose hold flipped at the last update(), bit per group
 
   // Fully free members counted per class slot (0 where the class is not
   // fully free or in no group), as of the class log's cursor_ in history

@@ -204,5 +204,41 @@ TEST(WholeNodeReserve, DualfragKeepsAHeldNodeWholeForPodsThatFitElsewhere) {
   EXPECT_EQ(big.assignment.node, NodeId{0});
 }
 
+// A flip of a group's hold drops only the cached scores of the nodes it can
+// change (the group's fully free nodes); every score after it equals a fresh
+// policy's, node by node, for each request shape cached before the flip.
+TEST(WholeNodeReserve, AFlipLeavesNoStaleScore) {
+  const auto target = std::make_shared<const TargetWorkload>(workload(10, 2, 1000));
+  CapFragPolicy::Options o;
+  o.packing_loss = true;
+  o.whole_node_reserve = true;
+  std::vector<NodeSpec> nodes = cluster();
+  nodes.push_back({"g2-c", 96000, 393216, 8, kG2});  // node 4
+  ClusterState s(nodes);
+  CapFragPolicy cached(target, o, "cached");
+  const std::vector<Request> shapes = {{8000, 0, 1, 1000, 0}, {4000, 0, 1, 500, 0}, {64000, 0, 8, 1000, 0}};
+  const auto score_all = [&](CapFragPolicy& p) {
+    std::vector<int64_t> out;
+    for (const Request& r : shapes) {
+      p.prepare(s, r);
+      for (int n = 0; n < s.node_count(); ++n) out.push_back(p.score(s, NodeId{n}, r).score);
+    }
+    return out;
+  };
+  // One pod on g2-a and on g2-b: the G3 and g2-c are the fully free 8-GPU
+  // nodes, more than the largest group's R (about 1.5): not held.
+  ASSERT_TRUE(s.bind(PodId{0}, Request{8000, 0, 1, 1000, 0}, {NodeId{1}, 1u, 1000}).is_ok());
+  ASSERT_TRUE(s.bind(PodId{1}, Request{8000, 0, 1, 1000, 0}, {NodeId{2}, 1u, 1000}).is_ok());
+  score_all(cached);
+  const uint64_t epoch = cached.scoring_epoch();
+  // A CPU-only pod on the G3: g2-c alone is left, the largest group holds it.
+  // Its cached scores (its version unchanged) must not survive the flip.
+  ASSERT_TRUE(s.bind(PodId{2}, Request{1000, 0, 0, 0, 0}, {NodeId{0}, 0u, 0}).is_ok());
+  const std::vector<int64_t> after = score_all(cached);
+  EXPECT_GT(cached.scoring_epoch(), epoch);
+  CapFragPolicy fresh(target, o, "fresh");
+  EXPECT_EQ(after, score_all(fresh));
+}
+
 }  // namespace
 }  // namespace gpupack
