@@ -4,7 +4,9 @@
 // report an error (skipped) when it is absent.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "frag/capacity_frag.h"
@@ -91,13 +93,20 @@ Loaded synthetic_loaded(int node_count) {
 
 // Schedules arrivals in order until half the GPU capacity is used; returns
 // the index of the first arrival not scheduled.
-size_t fill_to_half(ClusterState& cluster, const Loaded& l, const std::string& policy_name) {
+// Places the first `arrivals` arrivals (fewer once `max_used_milli` of GPU
+// milli is in use) with `policy_name`, seed 42; returns how many it tried.
+size_t fill(ClusterState& cluster, const Loaded& l, const std::string& policy_name, size_t arrivals,
+            int64_t max_used_milli = std::numeric_limits<int64_t>::max()) {
   auto policy = make_policy(policy_name, {42, l.target});
   Scheduler sched(*policy);
   size_t i = 0;
-  for (; i < l.arrivals.size() && cluster.gpu_used_milli() < cluster.gpu_capacity_milli() / 2; ++i)
+  for (; i < std::min(arrivals, l.arrivals.size()) && cluster.gpu_used_milli() < max_used_milli; ++i)
     sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l.arrivals[i]);
   return i;
+}
+
+size_t fill_to_half(ClusterState& cluster, const Loaded& l, const std::string& policy_name) {
+  return fill(cluster, l, policy_name, l.arrivals.size(), cluster.gpu_capacity_milli() / 2);
 }
 
 // 10x synthetic cluster: 12,000 nodes, ~106,000 arrivals at tune 1.3.
@@ -162,7 +171,8 @@ BENCHMARK(BM_PackingPricesManySizes)->Arg(20)->Arg(100)->Arg(999)->Unit(benchmar
 
 // capfrag's S and FGD's one-pod measure together (frag/capacity_frag.h
 // StrandedPairEvaluator), over the openb default target, for every node of
-// an openb cluster half filled by FGD (seed 42): the node evaluation that
+// an openb cluster after the first half of the arrivals (FGD, seed 42; about
+// 65% of its GPU capacity arrived): the node evaluation that
 // capfrag, poolfrag and dualfrag add to FGD's. Time per 1,213 nodes.
 void BM_StrandedPairOpenbHalfFull(benchmark::State& state) {
   const Loaded* l = openb_default();
@@ -171,10 +181,7 @@ void BM_StrandedPairOpenbHalfFull(benchmark::State& state) {
     return;
   }
   ClusterState cluster(l->nodes);
-  auto policy = make_policy("fgd", {42, l->target});
-  Scheduler sched(*policy);
-  for (size_t i = 0; i < l->arrivals.size() / 2; ++i)
-    sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l->arrivals[i]);
+  fill(cluster, *l, "fgd", l->arrivals.size() / 2);
   const StrandedPairEvaluator eval(*l->target, class_weights(*l->target, ClassWeight::kPods));
   for (auto _ : state) {
     int64_t sum = 0;
@@ -200,10 +207,7 @@ void BM_RepackBoundOpenbFull(benchmark::State& state) {
     return;
   }
   ClusterState cluster(l->nodes);
-  auto policy = make_policy("fgd", {42, l->target});
-  Scheduler sched(*policy);
-  for (size_t i = 0; i < l->arrivals.size(); ++i)
-    sched.schedule(cluster, PodId{static_cast<int32_t>(i)}, l->arrivals[i]);
+  fill(cluster, *l, "fgd", l->arrivals.size());
   const ClusterMetrics m = cluster_metrics(cluster, TargetWorkload{}, {}, false);
   state.counters["sizes"] = m.bound_gpu_items ? static_cast<double>(m.bound_gpu_items->size()) : 0.0;
   if (const auto r = repack_bound(m)) {

@@ -57,6 +57,13 @@ struct TargetWorkload {
   // classes too (dualfrag's whole-node reserve). FGD's F does not read them.
   std::vector<TargetClass> tail;
 
+  // classes then tail: every class of the workload, rare ones included.
+  std::vector<TargetClass> all_classes() const {
+    std::vector<TargetClass> all = classes;
+    all.insert(all.end(), tail.begin(), tail.end());
+    return all;
+  }
+
   // Classes by (cpu_milli, gpu_milli, gpu_count, model key), memory ignored;
   // sorted by count descending (equal counts keep first appearance), the top
   // classes kept until their cumulative share reaches `coverage`, then

@@ -42,8 +42,7 @@ void PoolFragPolicy::refresh_pools(const ClusterState& state) {
   }
   // The whole workload, its rare classes (FGD's tail) included: a model
   // that only rare classes need is still needed.
-  std::vector<TargetClass> all = target_->classes;
-  all.insert(all.end(), target_->tail.begin(), target_->tail.end());
+  const std::vector<TargetClass> all = target_->all_classes();
   double demand = 0;
   for (const TargetClass& m : all) demand += double(m.count) * m.gpu_count * m.gpu_milli;
   std::array<double, kMaxGpuModels> rate{};  // r_P

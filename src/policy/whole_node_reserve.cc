@@ -18,8 +18,7 @@ bool dominates(const Shape& a, const Shape& b) {  // a >= b everywhere, > somewh
 }  // namespace
 
 WholeNodeReserve::WholeNodeReserve(const TargetWorkload& target) {
-  classes_ = target.classes;
-  classes_.insert(classes_.end(), target.tail.begin(), target.tail.end());
+  classes_ = target.all_classes();
   for (const TargetClass& c : classes_)
     workload_gpu_milli_ += static_cast<double>(c.count) * c.gpu_count * std::min(c.gpu_milli, kGpuMilliPerGpu);
 }

@@ -1769,7 +1769,7 @@ ServiceMetrics ExtenderService::metrics() const {
   // outside the lock, and again only when the pods' sizes change.
   if (!m.bound_gpu_items) return m;
   std::lock_guard lock(repack_mu_);
-  if (repack_items_.empty() || repack_items_ != *m.bound_gpu_items) {
+  if (repack_items_ != *m.bound_gpu_items) {  // none yet: no items, 0 GPUs
     repack_fluid_gpus_ = fluid_packing_gpus(*m.bound_gpu_items);
     repack_items_ = *m.bound_gpu_items;
   }

@@ -423,7 +423,7 @@ class ExtenderService {
   // The repack bound's LP /metrics last solved (it runs outside mu_): the
   // items it was solved for and its GPUs; repack_mu_ serialises scrapes.
   mutable std::mutex repack_mu_;
-  mutable std::vector<std::pair<int32_t, double>> repack_items_;
+  mutable std::vector<std::pair<int32_t, double>> repack_items_;  // starts as none, solved: 0 GPUs
   mutable double repack_fluid_gpus_ = 0;
   ServiceOptions options_;
   std::unique_ptr<Policy> policy_;
