@@ -41,8 +41,7 @@ MeasureTracker::NodeMeasure MeasureTracker::compute(const ClusterState& s, NodeI
   NodeMeasure m;
   m.version = s.version(n);
   for (int32_t f : s.gpu_free_milli(n)) m.free_gpus += f == kGpuMilliPerGpu;
-  m.free_node = s.gpu_count(n) > 0 && m.free_gpus == s.gpu_count(n) && s.cpu_free_milli(n) == s.cpu_total_milli(n) &&
-                s.memory_free_mib(n) == s.memory_total_mib(n);
+  m.free_node = s.gpu_count(n) > 0 && s.fully_free(n);
   if (target_) m.frag_milli = node_fragmentation_milli(*target_, s, n);
   return m;
 }

@@ -86,6 +86,12 @@ class ClusterState {
     return {gpu_free_.data() + gpu_begin_[index(n)], static_cast<size_t>(gpu_count_[index(n)])};
   }
   int64_t gpu_free_total_milli(NodeId n) const { return gpu_free_total_[index(n)]; }
+  // Nothing of the node is allocated: every GPU's milli, its CPU and its
+  // memory are wholly free (true for a node without GPUs that holds nothing).
+  bool fully_free(NodeId n) const {
+    return gpu_free_total_[index(n)] == int64_t{gpu_count_[index(n)]} * kGpuMilliPerGpu &&
+           cpu_free_[index(n)] == cpu_total_[index(n)] && mem_free_[index(n)] == mem_total_[index(n)];
+  }
   const ShapeCounts& shape_counts(NodeId n) const { return shapes_[index(n)]; }
   uint64_t version(NodeId n) const { return version_[index(n)]; }
   const NodeSpec& spec(NodeId n) const { return specs_[index(n)]; }

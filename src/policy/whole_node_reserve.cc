@@ -23,11 +23,6 @@ WholeNodeReserve::WholeNodeReserve(const TargetWorkload& target) {
     workload_gpu_milli_ += static_cast<double>(c.count) * c.gpu_count * std::min(c.gpu_milli, kGpuMilliPerGpu);
 }
 
-bool WholeNodeReserve::fully_free(const ClusterState& state, NodeId node) {
-  return state.gpu_free_total_milli(node) == int64_t{state.gpu_count(node)} * kGpuMilliPerGpu &&
-         state.cpu_free_milli(node) == state.cpu_total_milli(node);
-}
-
 void WholeNodeReserve::build(const ClusterState& state) {
   state_ = nullptr;  // the counts are recounted from the new groups
   node_count_ = state.node_count();
@@ -110,7 +105,7 @@ void WholeNodeReserve::recount_class(const ClusterState& state, int32_t c) {
   if (!classes.alive(c)) return;
   const NodeClasses::Live& live = classes.live_of(c);
   const uint8_t groups = member_[static_cast<size_t>(live.first)];
-  if (groups == 0 || !fully_free(state, NodeId{live.first})) return;
+  if (groups == 0 || !state.fully_free(NodeId{live.first})) return;
   was = Counted{live.size, groups};
   for (int g = 0; g < 2; ++g)
     if (groups & (1u << g)) groups_[g].free_nodes += live.size;
@@ -136,7 +131,7 @@ bool WholeNodeReserve::reserved(const ClusterState& state, NodeId node) const {
   const size_t i = index(node);
   if (i >= member_.size() || member_[i] == 0) return false;
   const bool held = ((member_[i] & 1) && groups_[0].holding) || ((member_[i] & 2) && groups_[1].holding);
-  return held && fully_free(state, node);
+  return held && state.fully_free(node);
 }
 
 }  // namespace gpupack

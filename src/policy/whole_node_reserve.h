@@ -25,7 +25,7 @@
 // count of such pods among those arrivals is binomial, close to Poisson, so
 // its standard deviation is sqrt(lambda), and R covers it about 98% of the
 // time (a normal one-sided bound at two standard deviations). While a
-// group's fully free nodes (every GPU free, CPU untouched) number at most R,
+// group's fully free nodes (ClusterState::fully_free: GPUs, CPU and memory untouched) number at most R,
 // reserved() is true for them: a placement there takes a node such a pod
 // needs, when the reserve has none to spare.
 //
@@ -80,7 +80,7 @@ class WholeNodeReserve {
     for (int g = 0; g < 2; ++g) {
       if (!(flipped_ & (1u << g))) continue;
       for (int32_t n : groups_[g].nodes)
-        if (fully_free(state, NodeId{n})) f(NodeId{n});
+        if (state.fully_free(NodeId{n})) f(NodeId{n});
     }
   }
 
@@ -104,7 +104,6 @@ class WholeNodeReserve {
   void build(const ClusterState& state);
   void count_free_nodes(const ClusterState& state);
   void recount_class(const ClusterState& state, int32_t c);
-  static bool fully_free(const ClusterState& state, NodeId node);
 
   std::vector<TargetClass> classes_;  // the whole workload
   double workload_gpu_milli_ = 0;

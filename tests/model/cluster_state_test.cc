@@ -40,6 +40,22 @@ TEST(ClusterState, BindChargesCpuMemoryAndTheChosenGpus) {
   EXPECT_TRUE(s.check_invariants().empty());
 }
 
+TEST(ClusterState, FullyFreeOnlyWhileNothingIsAllocated) {
+  ClusterState s(two_nodes());
+  EXPECT_TRUE(s.fully_free(NodeId{0}));
+  // Each dimension alone makes the node not fully free: GPU milli, CPU, memory.
+  const std::vector<Request> pods = {{0, 0, 1, 100, 0}, {500, 0, 0, 0, 0}, {0, 512, 0, 0, 0}};
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const auto mark = s.checkpoint();
+    const uint32_t gpus = pods[i].gpu_count > 0 ? 0b01 : 0;
+    ASSERT_TRUE(s.bind(PodId{0}, pods[i], {NodeId{0}, gpus, pods[i].gpu_milli}).is_ok());
+    EXPECT_FALSE(s.fully_free(NodeId{0})) << "pod " << i;
+    EXPECT_TRUE(s.fully_free(NodeId{1}));
+    s.rollback(mark);
+    EXPECT_TRUE(s.fully_free(NodeId{0})) << "pod " << i;
+  }
+}
+
 TEST(ClusterState, RejectedBindChangesNothingAndNamesTheDimension) {
   ClusterState s(two_nodes());
   ASSERT_TRUE(s.bind(PodId{0}, shared(1000, 800), {NodeId{0}, 0b01, 800}).is_ok());
