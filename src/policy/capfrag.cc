@@ -44,6 +44,12 @@ CapFragPolicy::CapFragPolicy(std::shared_ptr<const TargetWorkload> target, Optio
   if (fused_) pair_ = StrandedPairEvaluator(*target_, weights_);
 }
 
+bool CapFragPolicy::rescored_nodes(uint64_t since, std::vector<NodeId>* out) const {
+  if (epoch_ == 0 || since != epoch_ - 1) return false;
+  out->insert(out->end(), flipped_nodes_.begin(), flipped_nodes_.end());
+  return true;
+}
+
 int64_t CapFragPolicy::node_stranded(const ClusterState& state, NodeId node) const {
   return capacity_fragmentation(*target_, weights_, state.gpu_model(node), state.cpu_free_milli(node),
                                 state.gpu_free_milli(node), options_.one_pod, options_.cpu_capacity);
@@ -126,8 +132,10 @@ void CapFragPolicy::prepare(const ClusterState& state, const Request& req) {
     // scheduler's class scores (scoring_epoch), which it then reads again
     // from this cache.
     ++epoch_;
+    flipped_nodes_.clear();
     reserve_.for_each_flipped(state, [&](NodeId n) {
       for (auto& shape : cache_) shape[index(n)].version = 0;
+      flipped_nodes_.push_back(n);
     });
   }
   use_fallback_ = has_hardware_nodes_ || !req.is_plain();

@@ -81,6 +81,8 @@ class CapFragPolicy final : public Policy {
   bool parallel_score() const override { return true; }
   // Changes when the whole-node reserve starts or stops holding a group.
   uint64_t scoring_epoch() const override { return epoch_; }
+  // A flip changes only the flipped groups' fully free nodes' scores.
+  bool rescored_nodes(uint64_t since, std::vector<NodeId>* out) const override;
 
   // The score's layout (with fgd_first), from the top: the packing-loss key
   // (packing_loss only, 13 bits) << kLossKeyShift | key1 = FGD's score
@@ -135,6 +137,7 @@ class CapFragPolicy final : public Policy {
   std::vector<Entry>* current_ = nullptr;
   WholeNodeReserve reserve_;  // with whole_node_reserve
   uint64_t epoch_ = 0;
+  std::vector<NodeId> flipped_nodes_;  // whose scores the last flip changed (epoch_ - 1 -> epoch_)
 };
 
 // The ablation variants (name, what changes, factory), "capfrag-..." names.

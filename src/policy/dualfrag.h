@@ -17,12 +17,15 @@
 //     GPU count, or a shape only the largest nodes have), while such nodes
 //     are no more than the pods of that kind expected as the free capacity
 //     fills.
-//  4. poolfrag's pool slack, capfrag's stranded capacity S and best fit
-//     (policy/poolfrag.h, policy/capfrag.h).
-//     Keys 2-4: among placements that lose nothing, the GPU and node
+//  4. poolfrag's pool slack (policy/poolfrag.h).
+//  5. For a pod that shares a GPU and asks more CPU per GPU milli than the
+//     node has per GPU (cpu x GPUs x 1000 > the node's CPU x gpu_milli): a
+//     fully free node before a partly used one.
+//  6. capfrag's stranded capacity S and best fit (policy/capfrag.h).
+//     Keys 2-6: among placements that lose nothing, the GPU and node
 //     questions that the per-GPU prices do not see (whole GPUs and nodes for
 //     multi-GPU pods, CPU, GPU models) decide as in poolfrag.
-//  5. Then the scheduler's node rank.
+//  7. Then the scheduler's node rank.
 // Why the loss goes above FGD's score: FGD's F asks, per class, whether one
 // pod still fits a GPU, so it cannot tell a 530-milli gap that a 470 will
 // fill from one that only a 320 will half fill; the prices know which sizes
@@ -36,6 +39,17 @@
 // worst on default); with it -0.01, and +0.09 pp at 130% (bench/RESULTS.md,
 // "The whole-node reserve", "The maximal group" and "The reserve's safety
 // stock").
+// Why key 5: such a pod spends more than its GPUs' share of a node's CPU.
+// On a partly used node that CPU is what the node's other GPUs needed, and S,
+// which weighs one target class at a time, lets it go there among FGD's
+// ties; on a fully free node the other GPUs keep the rest. It lowers the GPU
+// milli left on nodes with under 2 cores free at 130% arrived (default 0.20
+// to 0.13% of capacity, gpuspec33 0.55 to 0.46) and adds +0.14 (default),
+// +0.06 (gpushare100), +0.04 (multigpu50) and +0.24 (gpuspec33) pp at 130%
+// (bench/RESULTS.md, "A fully free node for a CPU-heavy shared pod"). For
+// every shared pod it gains about as much but spreads the pods over more
+// nodes and costs 2.2-2.5x an FGD decision; under S it never decides; above
+// the pool slack it spends the kept pools (-0.41 at 100% on gpuspec33).
 // This is the primal-dual rule of online stochastic bin packing (items drawn
 // from a known distribution are placed where the reduced cost under the
 // fluid LP's duals is least), applied per GPU, with the target workload as
@@ -52,11 +66,14 @@
 //
 // Cost: the prices are one small LP at construction (a few ms for the openb
 // targets); a candidate costs capfrag's evaluation plus one table lookup per
-// GPU taken, and the reserve a re-read of the node classes changed since
-// the last decision.
+// GPU taken, the reserve a re-read of the node classes changed since the
+// last decision, key 5 a look at the node's totals. Key 5 spreads the
+// CPU-heavy shared pods over more nodes, so more node states are scored:
+// 1.8-1.9x FGD's time a decision on openb (bench/RESULTS.md).
 // Scores depend on node state and request, and on whether each reserve
 // group is held: when that changes, scoring_epoch() changes and the
-// scheduler drops the class scores it keeps. Requests that are not plain, and clusters with
+// scheduler assesses again the classes of the nodes whose scores changed
+// (Policy::rescored_nodes). Requests that are not plain, and clusters with
 // a hardware-configured node, are scored by FGD as in capfrag.
 #pragma once
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "model/cluster_state.h"
 #include "model/request.h"
@@ -51,6 +52,12 @@ class Policy {
   // scoring). prepare() itself is never concurrent.
   virtual bool parallel_score() const { return false; }
   virtual uint64_t scoring_epoch() const { return 0; }
+  // When the last prepare() moved scoring_epoch() from `since` to its value
+  // now, one step, and only the scores of some nodes changed (each other
+  // node's score for every request stays what it was), appends those nodes
+  // to `out` and returns true: a caller keeping scores may drop just theirs.
+  // false (the default): any score may have changed.
+  virtual bool rescored_nodes(uint64_t /*since*/, std::vector<NodeId>* /*out*/) const { return false; }
 };
 
 }  // namespace gpupack

@@ -11,6 +11,8 @@ namespace {
 
 constexpr int64_t kSlackSteps = 1000;                     // key 2 per unit of slack
 constexpr int64_t kSlackKeyMax = (int64_t{1} << 16) - 1;  // slack of 65.5 or more, infinite included
+// With fresh_first the slack key has 15 bits: a slack of 32.767 or more.
+constexpr int64_t kFreshSlackKeyMax = (int64_t{1} << 15) - 1;
 
 }  // namespace
 
@@ -18,10 +20,11 @@ PoolFragPolicy::PoolFragPolicy(std::shared_ptr<const TargetWorkload> target)
     : PoolFragPolicy(std::move(target), CapFragPolicy::Options{}, "poolfrag") {}
 
 PoolFragPolicy::PoolFragPolicy(std::shared_ptr<const TargetWorkload> target, CapFragPolicy::Options options,
-                               std::string name)
+                               std::string name, bool fresh_first)
     : target_(target ? std::move(target) : throw std::invalid_argument(name + ": a target workload is required")),
       name_(std::move(name)),
-      capfrag_(target_, options, name_) {}
+      capfrag_(target_, options, name_),
+      fresh_first_(fresh_first) {}
 
 bool PoolFragPolicy::pools_stale(const ClusterState& state) const {
   return node_count_ != state.node_count() || pools_stamp_ != state.tie_order_stamp();
@@ -76,7 +79,9 @@ void PoolFragPolicy::prepare(const ClusterState& state, const Request& req) {
   if (pools_stale(state)) refresh_pools(state);
   capfrag_.prepare(state, req);
   steer_ = false;
+  fresh_ = false;
   if (capfrag_.scores_by_fgd() || req.gpu_count == 0) return;
+  fresh_ = fresh_first_ && req.gpu_milli > 0 && req.gpu_milli < kGpuMilliPerGpu;
   const ModelMask mask = req.allowed_models == 0 ? present_ : req.allowed_models & present_;
   if (std::popcount(mask) < 2) return;
   for (size_t q = 0; q < kMaxGpuModels && !steer_; ++q)
@@ -85,9 +90,17 @@ void PoolFragPolicy::prepare(const ClusterState& state, const Request& req) {
 
 NodeScore PoolFragPolicy::score(const ClusterState& state, NodeId node, const Request& req) {
   NodeScore s = capfrag_.score(state, node, req);
-  if (!steer_) return s;
-  // capfrag leaves the field between FGD's key and S at 0 for this key.
-  s.score += key_[state.gpu_model(node)] << CapFragPolicy::kSlackKeyShift;
+  // capfrag leaves the field between the reserve's key and S at 0 for this key.
+  if (!fresh_first_) {
+    if (steer_) s.score += key_[state.gpu_model(node)] << CapFragPolicy::kSlackKeyShift;
+    return s;
+  }
+  const int64_t slack = steer_ ? std::min(key_[state.gpu_model(node)], kFreshSlackKeyMax) : 0;
+  // CPU-heavy for this node: more CPU per GPU milli than the node has per GPU.
+  const bool heavy =
+      req.cpu_milli * state.gpu_count(node) * kGpuMilliPerGpu > state.cpu_total_milli(node) * req.gpu_milli;
+  const int64_t fresh = fresh_ && heavy && state.fully_free(node) ? 1 : 0;
+  s.score += ((slack << 1) | fresh) << CapFragPolicy::kSlackKeyShift;
   return s;
 }
 

@@ -57,12 +57,22 @@ class PoolFragPolicy final : public Policy {
  public:
   explicit PoolFragPolicy(std::shared_ptr<const TargetWorkload> target);
   // With capfrag's `options` under the slack key (dualfrag: packing_loss).
-  PoolFragPolicy(std::shared_ptr<const TargetWorkload> target, CapFragPolicy::Options options, std::string name);
+  // fresh_first (dualfrag): under the slack key, a pod that shares a GPU
+  // (0 < gpu_milli < 1000) and asks more CPU per GPU milli than the node has
+  // per GPU (cpu x GPUs x 1000 > node CPU x gpu_milli) scores the node higher
+  // when it is fully free (ClusterState::fully_free); the 16-bit field then
+  // holds the slack key, clamped to 15 bits (a slack of 32.767 or more,
+  // infinite included), over that one bit.
+  PoolFragPolicy(std::shared_ptr<const TargetWorkload> target, CapFragPolicy::Options options, std::string name,
+                 bool fresh_first = false);
   std::string_view name() const override { return name_; }
   void prepare(const ClusterState& state, const Request& req) override;
   NodeScore score(const ClusterState& state, NodeId node, const Request& req) override;
   bool parallel_score() const override { return true; }
   uint64_t scoring_epoch() const override { return capfrag_.scoring_epoch(); }
+  bool rescored_nodes(uint64_t since, std::vector<NodeId>* out) const override {
+    return capfrag_.rescored_nodes(since, out);
+  }
 
   // slack(P) of the pool of `model` in `state` (infinity when no constrained
   // class needs it, 0 when the cluster has no GPU of that model). For tests.
@@ -84,6 +94,8 @@ class PoolFragPolicy final : public Policy {
   std::array<double, kMaxGpuModels> slack_{};
   std::array<int64_t, kMaxGpuModels> key_{};  // round(1000 x slack), clamped to 16 bits
   bool steer_ = false;                        // key 2 applies to the current request
+  bool fresh_first_ = false;
+  bool fresh_ = false;  // fresh_first_ applies to the current request
 };
 
 }  // namespace gpupack

@@ -3,7 +3,7 @@
 namespace gpupack {
 
 void ClassIndex::push(const NodeClasses& classes, int32_t c, const Record& r, bool heapify) {
-  const Entry e{r.score, classes.order(r.first), r.first, c, r.incarnation};
+  const Entry e{r.score, classes.order(r.first), r.first, c, r.incarnation, r.assessment};
   heap_.push_back(e);
   if (heapify) std::push_heap(heap_.begin(), heap_.end(), below);
   if (!lowest_) return;

@@ -23,6 +23,9 @@
 //   heap gives lowest(), a fitting class of the lowest score: the winner of
 //   normalised scores is still best() (only the highest raw score reaches
 //   100), and its final score is 100, or 0 when every score is the same.
+// - rescore(cls) has the next sync() assess that class again although its
+//   state did not change (the policy's score of it did: Policy::rescored_nodes);
+//   its earlier heap entries are then stale. A sync() that rebuilds drops it.
 // - Cost: O(log entries read + their heap pushes); a rebuild is one walk.
 //   Memory: one small record per class id, one heap entry per fitting class
 //   (stale entries are dropped when they surface and compacted when either
@@ -45,6 +48,7 @@ class ClassIndex {
     int32_t first = 0;  // that member's node index
     int32_t cls = 0;
     uint32_t incarnation = 0;
+    uint32_t assessment = 0;  // the Record's assessment it was pushed from
   };
 
   // `assess(live, &score)`: does the class (its Live entry) fit the shape,
@@ -53,6 +57,7 @@ class ClassIndex {
   void sync(const ClusterState& state, Assess&& assess);
   const Entry* best();
   const Entry* lowest();
+  void rescore(int32_t cls) { rescore_.push_back(cls); }
   int64_t feasible_nodes() const { return feasible_nodes_; }
   // Changing it rebuilds at the next sync().
   void set_track_lowest(bool on) {
@@ -63,6 +68,7 @@ class ClassIndex {
  private:
   struct Record {
     uint32_t incarnation = 0;  // 0 = nothing known
+    uint32_t assessment = 0;   // which assessment of the index set `score`
     int32_t size = 0;
     int32_t first = -1;
     bool fits = false;
@@ -77,7 +83,7 @@ class ClassIndex {
   static bool higher(const Entry& a, const Entry& b) { return a.score > b.score; }
   bool stale(const Entry& e) const {
     const Record& r = records_[static_cast<size_t>(e.cls)];
-    return !r.fits || r.incarnation != e.incarnation || r.first != e.first;
+    return !r.fits || r.incarnation != e.incarnation || r.first != e.first || r.assessment != e.assessment;
   }
   void push(const NodeClasses& classes, int32_t c, const Record& r, bool heapify);
   template <class Assess>
@@ -88,7 +94,9 @@ class ClassIndex {
   uint64_t log_id_ = 0, order_stamp_ = 0, cursor_ = 0;
   std::vector<Record> records_;  // by class id
   std::vector<Entry> heap_;
-  std::vector<Entry> low_heap_;  // by score, lowest on top (when lowest_)
+  std::vector<Entry> low_heap_;   // by score, lowest on top (when lowest_)
+  std::vector<int32_t> rescore_;  // classes to assess again at the next sync
+  uint32_t assessments_ = 0;
   bool lowest_ = false;
   int64_t feasible_nodes_ = 0;
   size_t fitting_classes_ = 0;
@@ -110,6 +118,7 @@ void ClassIndex::read(const NodeClasses& classes, int32_t c, Assess& assess, boo
   const NodeClasses::Live& live = classes.live_of(c);
   if (r.incarnation == 0) {
     r.incarnation = classes.incarnation(c);
+    r.assessment = ++assessments_;
     r.size = live.size;
     r.first = live.first;
     r.fits = assess(live, &r.score);
@@ -147,8 +156,20 @@ void ClassIndex::sync(const ClusterState& state, Assess&& assess) {
     std::make_heap(low_heap_.begin(), low_heap_.end(), higher);
   } else {
     for (uint64_t i = cursor_; i < classes.log_end(); ++i) read(classes, classes.logged(i), assess, true);
+    for (int32_t c : rescore_) {
+      if (static_cast<size_t>(c) >= records_.size()) continue;  // never read: assessed when it is
+      Record& r = records_[static_cast<size_t>(c)];
+      if (r.incarnation == 0) continue;
+      if (r.fits) {
+        feasible_nodes_ -= r.size;
+        --fitting_classes_;
+      }
+      r = Record{};  // its heap entries go stale (another assessment)
+      read(classes, c, assess, true);
+    }
     if (std::max(heap_.size(), low_heap_.size()) > 2 * fitting_classes_ + 64) compact(classes);
   }
+  rescore_.clear();
   cursor_ = classes.log_end();
 }
 

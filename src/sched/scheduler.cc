@@ -1,5 +1,6 @@
 #include "sched/scheduler.h"
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 
@@ -21,8 +22,20 @@ Decision Scheduler::evaluate(const ClusterState& state, const Request& req, std:
       throw std::invalid_argument("candidate node out of range");
   policy_.prepare(state, req);
   if (policy_.scoring_epoch() != epoch_) {  // scores kept per class are stale
+    // All of them, or only the classes of the nodes the policy names.
+    rescored_.clear();
+    if (!indexes_.empty() && policy_.rescored_nodes(epoch_, &rescored_)) {
+      const NodeClasses& classes = state.node_classes();
+      rescored_classes_.clear();
+      for (NodeId n : rescored_) rescored_classes_.push_back(classes.class_of(static_cast<int32_t>(index(n))));
+      std::sort(rescored_classes_.begin(), rescored_classes_.end());
+      rescored_classes_.erase(std::unique(rescored_classes_.begin(), rescored_classes_.end()), rescored_classes_.end());
+      for (auto& [shape, class_index] : indexes_)
+        for (int32_t c : rescored_classes_) class_index.rescore(c);
+    } else {
+      indexes_.clear();
+    }
     epoch_ = policy_.scoring_epoch();
-    indexes_.clear();
   }
   Decision d;
   const bool plain = req.is_plain();

@@ -33,7 +33,10 @@
 // (sched/class_index.h) re-reads only the classes changed since that shape's
 // last decision and keeps the fitting ones in a heap in decision order, so a
 // decision costs about the changes since then, not the classes. The decision
-// (node, GPUs, score, feasible count) is the walk's.
+// (node, GPUs, score, feasible count) is the walk's. When the policy's
+// scoring_epoch() changes the indexes are dropped, or, where the policy names
+// the nodes whose scores changed (Policy::rescored_nodes: dualfrag's
+// whole-node reserve), only those nodes' classes are assessed again.
 // set_use_class_index(false) walks the classes instead.
 // Parallel scoring: with set_work_pool() (util/work_pool.h, more than one
 // lane) and a policy whose score() may run concurrently on distinct nodes
@@ -140,7 +143,9 @@ class Scheduler {
   // models): the best class, kept across decisions (sched/class_index.h).
   using ShapeKey = std::tuple<int64_t, int64_t, int32_t, int32_t, ModelMask>;
   std::map<ShapeKey, ClassIndex> indexes_;
-  uint64_t epoch_ = 0;  // the policy's scoring_epoch() the indexes hold
+  uint64_t epoch_ = 0;            // the policy's scoring_epoch() the indexes hold
+  std::vector<NodeId> rescored_;  // Policy::rescored_nodes, per epoch change
+  std::vector<int32_t> rescored_classes_;
   // Per class of identical nodes, this evaluation's result (candidate walks).
   struct ClassMemo {
     uint64_t generation = 0;

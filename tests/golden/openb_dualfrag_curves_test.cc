@@ -1,18 +1,21 @@
 // dualfrag against FGD on the four openb traces: the mean over seeds 42..51
 // (tune 1.3) of GPU allocation must not fall below FGD's by more than 0.1 pp
 // at any arrived percentage from 100 to 130 (the bound; measured
-// +0.22 pp at worst), and at 130% must beat FGD by at least the floor below
-// (measured +0.72 / +1.29 / +0.24 / +0.78 pp; each floor leaves 0.04-0.29 pp
+// +0.27 pp at worst), and at 130% must beat FGD by at least the floor below
+// (measured +0.86 / +1.35 / +0.28 / +1.02 pp; each floor leaves 0.08-0.16 pp
 // under the measured gain, far more than floating-point differences in the
-// curve means, and still above poolfrag's +0.32 / +0.16 / +0.19 / +0.54).
+// curve means, and above dualfrag's gain without its fully-free-node key,
+// +0.72 / +1.29 / +0.24 / +0.78, on all but multigpu50, where that key adds
+// 0.04, and above poolfrag's +0.32 / +0.16 / +0.19 / +0.54).
 // Before the cluster fills (0 to 100% arrived) it must not fall below FGD by
-// more than the last floor: measured -0.01 / 0.00 / 0.00 / -0.05 pp with the
+// more than the last floor: measured -0.01 / 0.00 / 0.00 / -0.04 pp with the
 // whole-node reserve and its safety stock, -0.41 / 0.00 / -0.09 / -0.06
 // without the safety stock, -1.91 / 0.00 / -0.85 / -0.10 without the reserve.
 // Neither mean passes the packing bound of the trace's mix
-// (frag/packing_prices.h; 96.32 / 88.20 / 97.99 / 96.32) by more than 0.05 pp
-// (a seed's sample and the pods that fail shift the mix held: single runs
-// pass it by up to 0.09 pp), and dualfrag comes within 1.5 pp of it.
+// (frag/packing_prices.h; 96.32 / 88.20 / 97.99 / 96.32) by more than 0.1 pp
+// (a seed's sample and the pods that fail shift the mix held: dualfrag's mean
+// on gpushare100 passes it by 0.05 pp, single runs by up to 0.18 pp), and
+// dualfrag comes within 1.5 pp of it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,14 +44,14 @@ void expect_gain(const std::string& trace, double floor_at_130, double floor_bef
   const std::optional<double> bound = mix_packing_bound(openb.pods.requests);
   ASSERT_TRUE(bound.has_value());
   std::printf("%s: packing bound of the mix %.2f%%\n", trace.c_str(), 100 * *bound);
-  for (const Curve& c : means) EXPECT_LE(c.alloc_pct[130], 100 * *bound + 0.05);
+  for (const Curve& c : means) EXPECT_LE(c.alloc_pct[130], 100 * *bound + 0.1);
   EXPECT_GE(means[1].alloc_pct[130], 100 * *bound - 1.5);
 }
 
-TEST(OpenbDualFragCurves, Default) { expect_gain("openb_pod_list_default", 0.5, -0.15); }
-TEST(OpenbDualFragCurves, Gpushare100) { expect_gain("openb_pod_list_gpushare100", 1.0, -0.1); }
+TEST(OpenbDualFragCurves, Default) { expect_gain("openb_pod_list_default", 0.7, -0.15); }
+TEST(OpenbDualFragCurves, Gpushare100) { expect_gain("openb_pod_list_gpushare100", 1.2, -0.1); }
 TEST(OpenbDualFragCurves, Multigpu50) { expect_gain("openb_pod_list_multigpu50", 0.2, -0.1); }
-TEST(OpenbDualFragCurves, Gpuspec33) { expect_gain("openb_pod_list_gpuspec33", 0.6, -0.15); }
+TEST(OpenbDualFragCurves, Gpuspec33) { expect_gain("openb_pod_list_gpuspec33", 0.9, -0.15); }
 
 }  // namespace
 }  // namespace gpupack::testing

@@ -62,6 +62,59 @@ TEST(DualFrag, AmongPlacementsThatLoseNothingFgdDecides) {
   EXPECT_EQ(Scheduler(*dual).decide(s, pod470).assignment.node, NodeId{0});
 }
 
+// Two 2-GPU, 64-core nodes (32 cores per GPU); the workload is 500s alone, so
+// a 500 loses nothing and changes F alike on either node, and no reserve
+// group exists (no pod takes a whole node). Node 0 holds a whole-GPU pod,
+// node 1 is fully free. A 500 with 20 cores asks more CPU per GPU milli (40
+// cores per GPU) than the nodes have: it takes the fully free node.
+TEST(DualFrag, ACpuHeavySharedPodTakesAFullyFreeNodeBeforeAPartlyUsedOne) {
+  ClusterState s({{"used", 64000, 0, 2, kG2}, {"fresh", 64000, 0, 2, kG2}});
+  ASSERT_TRUE(s.bind(PodId{0}, {2000, 0, 1, 1000, 0}, {NodeId{0}, 1u, 1000}).is_ok());
+  std::vector<Request> pods(20, Request{20000, 0, 1, 500, 0});
+  const auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(pods, {}, 1.0));
+  const Request heavy{20000, 0, 1, 500, 0};
+  auto dual = make_policy("dualfrag", {1, target});
+  EXPECT_EQ(Scheduler(*dual).decide(s, heavy).assignment.node, NodeId{1});
+  // Without the key best fit decides (capfrag, poolfrag); and dualfrag
+  // decides as capfrag where the key does not apply: a shared pod within the
+  // node's CPU per GPU (16 cores for 500 milli is exactly its share), a pod
+  // that takes a whole GPU (S: node 1's stranded 500 milli goes).
+  auto cap = make_policy("capfrag", {1, target});
+  auto pool = make_policy("poolfrag", {1, target});
+  EXPECT_EQ(Scheduler(*cap).decide(s, heavy).assignment.node, NodeId{0});
+  EXPECT_EQ(Scheduler(*pool).decide(s, heavy).assignment.node, NodeId{0});
+  const Request light{16000, 0, 1, 500, 0};
+  const Request whole{20000, 0, 1, 1000, 0};
+  EXPECT_EQ(Scheduler(*cap).decide(s, light).assignment.node, NodeId{0});
+  EXPECT_EQ(Scheduler(*dual).decide(s, light).assignment.node, NodeId{0});
+  EXPECT_EQ(Scheduler(*cap).decide(s, whole).assignment.node, NodeId{1});
+  EXPECT_EQ(Scheduler(*dual).decide(s, whole).assignment.node, NodeId{1});
+  // Once node 1 is partly used too, best fit decides again: node 0 is left
+  // with less free GPU.
+  ASSERT_TRUE(s.bind(PodId{1}, {1000, 0, 1, 500, 0}, {NodeId{1}, 1u, 500}).is_ok());
+  EXPECT_EQ(Scheduler(*dual).decide(s, heavy).assignment.node, NodeId{0});
+}
+
+// The pool slack stays above that key: three 2-GPU, 64-core nodes, a T4 and
+// two G2, with as many T4-only as G2-only pods (slack T4 1, G2 2, as in
+// poolfrag's test); the T4 node and g2-b are fully free, g2-a holds a
+// whole-GPU pod. Loss, F and S rank the three alike for a CPU-heavy 500 that
+// may go anywhere: it goes to the G2 pool, and there to the fully free g2-b.
+TEST(DualFrag, ThePoolSlackDecidesBeforeAFullyFreeNode) {
+  const GpuModelId t4 = *GpuCatalog::builtin().find("T4");
+  ClusterState s({{"t4", 64000, 0, 2, t4}, {"g2-a", 64000, 0, 2, kG2}, {"g2-b", 64000, 0, 2, kG2}});
+  ASSERT_TRUE(s.bind(PodId{0}, {2000, 0, 1, 1000, model_bit(kG2)}, {NodeId{1}, 1u, 1000}).is_ok());
+  std::vector<Request> pods;
+  for (const ModelMask mask : {model_bit(t4), model_bit(kG2), ModelMask{0}})
+    for (int i = 0; i < 10; ++i) pods.push_back({20000, 0, 1, 500, mask});
+  const auto target = std::make_shared<const TargetWorkload>(TargetWorkload::from_requests(pods, {}, 1.0));
+  const Request any{20000, 0, 1, 500, 0};
+  auto dual = make_policy("dualfrag", {1, target});
+  EXPECT_EQ(Scheduler(*dual).decide(s, any).assignment.node, NodeId{2});
+  auto pool = make_policy("poolfrag", {1, target});
+  EXPECT_EQ(Scheduler(*pool).decide(s, any).assignment.node, NodeId{1});  // best fit in the G2 pool
+}
+
 TEST(DualFrag, RefusesNoRequestThatFitsAndFailsWhatFitsNowhere) {
   const ClusterState s = two_nodes();
   auto dual = make_policy("dualfrag", {1, workload(10, 10, 10)});

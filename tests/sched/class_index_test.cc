@@ -181,6 +181,43 @@ TEST(ClassIndex, CopiesAndAssignmentsOfTheStateAreNeverMistakenForTheOriginal) {
   for (int k = 0; k < 5; ++k) d.decide(a, reqs[static_cast<size_t>(k)], "a after the assignment");
 }
 
+// A class whose state is unchanged keeps its score until rescore() names
+// it: then the next sync assesses it again and its old entry is stale.
+TEST(ClassIndex, ARescoredClassIsAssessedAgainAndItsOldEntryGoesStale) {
+  const GpuModelId g2 = *GpuCatalog::builtin().find("G2");
+  ClusterState state({{"a", 8000, 0, 1, g2}, {"b", 16000, 0, 1, g2}, {"c", 16000, 0, 1, g2}});
+  const NodeClasses& classes = state.node_classes();
+  const int32_t small = classes.class_of(0), large = classes.class_of(1);
+  ASSERT_NE(small, large);
+  ASSERT_EQ(classes.class_of(2), large);
+  std::vector<int64_t> score_of(classes.slots(), 0);
+  score_of[static_cast<size_t>(small)] = 5;
+  score_of[static_cast<size_t>(large)] = 7;
+  int assessed = 0;
+  auto assess = [&](const NodeClasses::Live& l, int64_t* score) {
+    ++assessed;
+    *score = score_of[static_cast<size_t>(l.id)];
+    return true;
+  };
+  ClassIndex index;
+  index.sync(state, assess);
+  ASSERT_NE(index.best(), nullptr);
+  EXPECT_EQ(index.best()->cls, large);
+  EXPECT_EQ(index.feasible_nodes(), 3);
+  EXPECT_EQ(assessed, 2);
+  score_of[static_cast<size_t>(large)] = 3;
+  index.sync(state, assess);  // nothing logged, nothing named: the old score stands
+  EXPECT_EQ(index.best()->score, 7);
+  EXPECT_EQ(assessed, 2);
+  index.rescore(large);
+  index.sync(state, assess);
+  EXPECT_EQ(assessed, 3);
+  ASSERT_NE(index.best(), nullptr);
+  EXPECT_EQ(index.best()->cls, small);
+  EXPECT_EQ(index.best()->score, 5);
+  EXPECT_EQ(index.feasible_nodes(), 3);
+}
+
 TEST(ClassIndex, AnEmptiedClassIdReusedForAnotherStateGetsANewIncarnationAndEveryMoveIsLogged) {
   NodeClasses c;
   c.reset(2);
