@@ -25,7 +25,8 @@
 //   100), and its final score is 100, or 0 when every score is the same.
 // - rescore(cls) has the next sync() assess that class again although its
 //   state did not change (the policy's score of it did: Policy::rescored_nodes);
-//   its earlier heap entries are then stale. A sync() that rebuilds drops it.
+//   its earlier heap entries are then stale. A sync() that rebuilds drops it;
+//   more rescore() calls before a sync() than class ids known make it rebuild.
 // - Cost: O(log entries read + their heap pushes); a rebuild is one walk.
 //   Memory: one small record per class id, one heap entry per fitting class
 //   (stale entries are dropped when they surface and compacted when either
@@ -57,7 +58,16 @@ class ClassIndex {
   void sync(const ClusterState& state, Assess&& assess);
   const Entry* best();
   const Entry* lowest();
-  void rescore(int32_t cls) { rescore_.push_back(cls); }
+  void rescore(int32_t cls) {
+    // An index no decision reads for long holds at most about one entry
+    // per class id: past that its next sync() rebuilds instead.
+    if (rescore_.size() > records_.size()) {
+      state_ = nullptr;
+      rescore_.clear();
+      return;
+    }
+    rescore_.push_back(cls);
+  }
   int64_t feasible_nodes() const { return feasible_nodes_; }
   // Changing it rebuilds at the next sync().
   void set_track_lowest(bool on) {

@@ -216,6 +216,13 @@ TEST(ClassIndex, ARescoredClassIsAssessedAgainAndItsOldEntryGoesStale) {
   EXPECT_EQ(index.best()->cls, small);
   EXPECT_EQ(index.best()->score, 5);
   EXPECT_EQ(index.feasible_nodes(), 3);
+  // Names piled up by an index no decision reads stay bounded: past one per
+  // class id known, the next sync rebuilds (both classes assessed once).
+  for (int i = 0; i < 100; ++i) index.rescore(small);
+  index.sync(state, assess);
+  EXPECT_EQ(assessed, 5);
+  EXPECT_EQ(index.best()->cls, small);
+  EXPECT_EQ(index.feasible_nodes(), 3);
 }
 
 TEST(ClassIndex, AnEmptiedClassIdReusedForAnotherStateGetsANewIncarnationAndEveryMoveIsLogged) {
