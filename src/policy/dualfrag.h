@@ -44,12 +44,14 @@
 // which weighs one target class at a time, lets it go there among FGD's
 // ties; on a fully free node the other GPUs keep the rest. It lowers the GPU
 // milli left on nodes with under 2 cores free at 130% arrived (default 0.20
-// to 0.13% of capacity, gpuspec33 0.55 to 0.46) and adds +0.14 (default),
+// to 0.11% of capacity, gpuspec33 0.54 to 0.45) and adds +0.14 (default),
 // +0.06 (gpushare100), +0.04 (multigpu50) and +0.24 (gpuspec33) pp at 130%
-// (bench/RESULTS.md, "A fully free node for a CPU-heavy shared pod"). For
+// (bench/RESULTS.md, "dualfrag: a fully free node for a CPU-heavy shared
+// pod"). For
 // every shared pod it gains about as much but spreads the pods over more
 // nodes and costs 2.2-2.5x an FGD decision; under S it never decides; above
-// the pool slack it spends the kept pools (-0.41 at 100% on gpuspec33).
+// the pool slack it spends the kept pools (gpuspec33 +0.88 at 130%, not
+// +1.02).
 // This is the primal-dual rule of online stochastic bin packing (items drawn
 // from a known distribution are placed where the reduced cost under the
 // fluid LP's duals is least), applied per GPU, with the target workload as

@@ -96,11 +96,12 @@ NodeScore PoolFragPolicy::score(const ClusterState& state, NodeId node, const Re
     return s;
   }
   const int64_t slack = steer_ ? std::min(key_[state.gpu_model(node)], kFreshSlackKeyMax) : 0;
-  // CPU-heavy for this node: more CPU per GPU milli than the node has per GPU.
-  const bool heavy =
+  // A fully free node, for a pod CPU-heavy there: more CPU per GPU milli
+  // than the node has per GPU.
+  const bool fresh =
+      fresh_ && state.fully_free(node) &&
       req.cpu_milli * state.gpu_count(node) * kGpuMilliPerGpu > state.cpu_total_milli(node) * req.gpu_milli;
-  const int64_t fresh = fresh_ && heavy && state.fully_free(node) ? 1 : 0;
-  s.score += ((slack << 1) | fresh) << CapFragPolicy::kSlackKeyShift;
+  s.score += ((slack << 1) | int64_t{fresh}) << CapFragPolicy::kSlackKeyShift;
   return s;
 }
 
