@@ -21,12 +21,6 @@ namespace {
 
 std::string read_all(const std::string& path) { return read_file_bounded(path); }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 template <typename T>
 bool parse_int(std::string_view s, T& out) {
   int base = 10;

@@ -65,8 +65,8 @@ struct DefragFlags {
   double frag_above = -1;
 };
 
-std::atomic<bool> g_stop{false};
-extern "C" void on_stop_signal(int) { g_stop = true; }
+std::atomic<bool> g_stop_requested{false};
+extern "C" void on_stop_signal(int) { g_stop_requested = true; }
 
 std::chrono::milliseconds ms(double seconds) { return std::chrono::milliseconds(std::llround(seconds * 1000.0)); }
 
@@ -105,7 +105,7 @@ ExecJournal run_executor(const DefragFlags& f, const KubeClient& client, const s
   opt.max_429_retries = f.max_429_retries;
   opt.surge = f.surge == "never" ? SurgeMode::kNever : SurgeMode::kAuto;
   opt.reservation_ttl = std::chrono::seconds(static_cast<int64_t>(f.reservation_ttl_s));
-  opt.stop = [] { return g_stop.load(); };
+  opt.stop = [] { return g_stop_requested.load(); };
   const size_t total = journal.steps.size();
   opt.on_step = [total](const ExecStep& s) {
     fmt::print("step {}/{} {} {}/{} {}{}: {}{}\n", s.index, total, s.kind, s.ns, s.pod,
@@ -404,12 +404,12 @@ void run_periodic(const DefragFlags& f) {
   const LiveCluster live = connect(f);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  for (int round = 1; (f.rounds == 0 || round <= f.rounds) && !g_stop; ++round) {
+  for (int round = 1; (f.rounds == 0 || round <= f.rounds) && !g_stop_requested; ++round) {
     if (round > 1) {
       const auto until = std::chrono::steady_clock::now() + ms(every_s);
-      while (!g_stop && std::chrono::steady_clock::now() < until)
+      while (!g_stop_requested && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      if (g_stop) break;
+      if (g_stop_requested) break;
     }
     const int64_t now =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -13,6 +13,7 @@
 #include "alloc/cuda_driver.h"
 #include "alloc/probe.h"
 #include "cli/commands.h"
+#include "util/files.h"
 
 namespace gpupack::cli {
 namespace {
@@ -25,19 +26,6 @@ struct ProbeFlags {
   std::string driver_lib = "libcuda.so.1";
   std::string out;
 };
-
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp));
-    out << text;
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
-}
 
 void run_probe(const ProbeFlags& f) {
   ProbeOptions options;
@@ -64,7 +52,7 @@ void run_probe(const ProbeFlags& f) {
   if (f.out.empty()) {
     fmt::print("{}", text);
   } else {
-    write_atomically(f.out, text);
+    write_file_atomically(f.out, text);
   }
 }
 

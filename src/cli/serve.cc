@@ -35,8 +35,8 @@ namespace gpupack::cli {
 namespace {
 
 constexpr auto kHeapReleaseInterval = std::chrono::seconds(30);
-std::atomic<int> g_stop{0};  // the signal that asked to stop; 0 = none
-extern "C" void on_signal(int sig) { g_stop = sig; }
+std::atomic<int> g_stop_signal{0};  // the signal that asked to stop; 0 = none
+extern "C" void on_signal(int sig) { g_stop_signal = sig; }
 
 struct ServeFlags {
   std::string listen = "127.0.0.1:8888";
@@ -121,20 +121,6 @@ std::vector<nlohmann::json> raw_items(const std::string& text, const std::string
   return doc["items"].get<std::vector<nlohmann::json>>();
 }
 
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw std::runtime_error(fmt::format("{}: cannot open for writing", tmp));
-    out << text;
-    out.flush();
-    if (!out) throw std::runtime_error(fmt::format("{}: write failed", tmp));
-  }
-  sync_file_and_dir(tmp);  // the content is on disk before the name points at it
-  std::filesystem::rename(tmp, path);
-  sync_file_and_dir(path);
-}
-
 void run_serve(const ServeFlags& f) {
   set_log_level(f.log_level);
   // A long-running server: one heap arena per core, not glibc's eight, each
@@ -183,8 +169,8 @@ void run_serve(const ServeFlags& f) {
         for (const nlohmann::json& o : objects) pods.push_back(parse_pod(o));
         log_info("bind journal replayed", {{"journal", journal_path}, {"binds", std::to_string(records.size())}});
       }
-      write_atomically(f.pods_out,
-                       nlohmann::json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}}.dump(1) + "\n");
+      write_file_atomically(f.pods_out,
+                            nlohmann::json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", objects}}.dump(1) + "\n");
       if (std::filesystem::exists(journal_path)) {
         std::filesystem::resize_file(journal_path, 0);
         sync_file_and_dir(journal_path);
@@ -277,14 +263,14 @@ void run_serve(const ServeFlags& f) {
                        {"tls", main_opts.tls_cert_file.empty() ? "off" : "on"}};
   if (metrics_server) started.push_back({"metrics_listen", fmt::format("{}:{}", metrics_host, metrics_port)});
   log_info("serving", started);
-  if (!f.port_file.empty()) write_atomically(f.port_file, fmt::format("{}\n", bound));
+  if (!f.port_file.empty()) write_file_atomically(f.port_file, fmt::format("{}\n", bound));
 
   uint64_t written = service.mutation_count();
   std::string reported_error, group_error;
   std::vector<std::string> reported_notes;
   auto next_groups = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto next_trim = std::chrono::steady_clock::now() + kHeapReleaseInterval;
-  while (!g_stop) {
+  while (!g_stop_signal) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     service.tick();  // gang and assumption timeouts; gang members a crash left unbound
     if (std::chrono::steady_clock::now() >= next_trim) {
@@ -314,7 +300,7 @@ void run_serve(const ServeFlags& f) {
     }
     if (!f.pods_out.empty() && service.mutation_count() != written) {
       written = service.mutation_count();
-      write_atomically(f.pods_out, service.pod_list_json().dump(1) + "\n");
+      write_file_atomically(f.pods_out, service.pod_list_json().dump(1) + "\n");
     }
     if (watch) {
       // Say what went wrong with the API once, not on every retry.
@@ -335,7 +321,7 @@ void run_serve(const ServeFlags& f) {
   });
   main_server.stop();
   metrics_stop.join();
-  log_info("stopped", {{"signal", g_stop.load() == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  log_info("stopped", {{"signal", g_stop_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT"}});
 }
 
 }  // namespace

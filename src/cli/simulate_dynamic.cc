@@ -24,7 +24,7 @@
 namespace gpupack::cli {
 namespace {
 
-int64_t parse_int(const std::string& flag, const std::string& s) {
+int64_t int_flag(const std::string& flag, const std::string& s) {
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0)
@@ -40,7 +40,7 @@ std::map<std::string, int64_t> parse_quota(const std::string& text) {
     const size_t eq = part.find('=');
     if (eq == std::string::npos || eq == 0)
       throw std::invalid_argument(fmt::format("--quota: '{}' is not queue=gpu_milli", part));
-    out[part.substr(0, eq)] = parse_int("--quota", part.substr(eq + 1));
+    out[part.substr(0, eq)] = int_flag("--quota", part.substr(eq + 1));
   }
   return out;
 }
@@ -54,13 +54,13 @@ std::vector<GangShape> parse_gang_shapes(const std::string& text) {
     if (x == std::string::npos || colon == std::string::npos || colon < x)
       throw std::invalid_argument(fmt::format("--gang-shapes: '{}' is not MxG[@milli]:weight", part));
     GangShape s;
-    s.members = static_cast<int>(parse_int("--gang-shapes", part.substr(0, x)));
+    s.members = static_cast<int>(int_flag("--gang-shapes", part.substr(0, x)));
     std::string gpus = part.substr(x + 1, colon - x - 1);
     if (const size_t at = gpus.find('@'); at != std::string::npos) {
-      s.gpu_milli = static_cast<int32_t>(parse_int("--gang-shapes", gpus.substr(at + 1)));
+      s.gpu_milli = static_cast<int32_t>(int_flag("--gang-shapes", gpus.substr(at + 1)));
       gpus.resize(at);
     }
-    s.gpus_per_member = static_cast<int>(parse_int("--gang-shapes", gpus));
+    s.gpus_per_member = static_cast<int>(int_flag("--gang-shapes", gpus));
     const std::string weight = part.substr(colon + 1);
     size_t used = 0;
     try {

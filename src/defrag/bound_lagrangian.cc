@@ -21,7 +21,7 @@ constexpr double kMibPerGib = 1024;
 // cores has at most this many states (else it is priced only).
 constexpr int kMaxCoreStates = 512;
 
-struct PodClass {
+struct DemandClass {
   Request request;
   int count = 0;
   double value = 0;  // pending: GPU milli admitted
@@ -48,21 +48,22 @@ struct Gradient {
   double move = 0;
 };
 
-class Model {
+class LagrangianModel {
  public:
-  Model(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget, const PodMoveInfos& infos)
+  LagrangianModel(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
+                  const PodMoveInfos& infos)
       : max_moves_(budget.max_moves) {
     check_bound_input(state, goal);
     // Classes in request order (the order of defrag/bound.h's rows).
-    std::map<RequestClass, PodClass> pending, movers;
+    std::map<RequestClass, DemandClass> pending, movers;
     for (const PendingPod& p : goal.pending) {
-      PodClass& c = pending.try_emplace(request_class(p.request), PodClass{p.request, 0, 0}).first->second;
+      DemandClass& c = pending.try_emplace(request_class(p.request), DemandClass{p.request, 0, 0}).first->second;
       c.value = static_cast<double>(std::max<int64_t>(p.request.total_gpu_milli(), 1));
       ++c.count;
     }
     for (PodId p : state.bound_pods())
       if (!move_info(infos, p).immovable)
-        ++movers.try_emplace(request_class(state.request(p)), PodClass{state.request(p), 0, 0}).first->second.count;
+        ++movers.try_emplace(request_class(state.request(p)), DemandClass{state.request(p), 0, 0}).first->second.count;
     std::map<RequestClass, int> mover_index;
     for (auto& [key, c] : pending) pending_.push_back(c);
     for (auto& [key, c] : movers) {
@@ -71,7 +72,7 @@ class Model {
     }
     // The size unit: every share, and the GPU, are multiples of it.
     int unit = kGpuMilliPerGpu;
-    for (const PodClass& c : pending_)
+    for (const DemandClass& c : pending_)
       if (c.request.is_gpu()) unit = std::gcd(unit, c.request.gpu_milli);
     for (PodId p : state.bound_pods())
       if (state.request(p).is_gpu()) unit = std::gcd(unit, state.assignment(p).gpu_milli);
@@ -206,7 +207,7 @@ class Model {
     // The best item of each size (GPU shares), then the knapsack over sizes.
     std::vector<Item> best(static_cast<size_t>(cap_) + 1);
     for (int cls : node.pending) {
-      const PodClass& c = pending_[static_cast<size_t>(cls)];
+      const DemandClass& c = pending_[static_cast<size_t>(cls)];
       const double v = c.value - std::max(0.0, m.pending[static_cast<size_t>(cls)]) - resources(c.request);
       if (!c.request.is_gpu()) {
         if (v > 0) {
@@ -220,7 +221,7 @@ class Model {
       if (v / c.request.gpu_count > slot.value) slot = {v / c.request.gpu_count, cls, true};
     }
     for (int cls : node.movers) {
-      const PodClass& c = movers_[static_cast<size_t>(cls)];
+      const DemandClass& c = movers_[static_cast<size_t>(cls)];
       const double v = -m.movers[static_cast<size_t>(cls)] - resources(c.request);
       if (!c.request.is_gpu()) {
         if (v > 0) {
@@ -347,7 +348,7 @@ class Model {
       double value;
     };
     std::vector<Arrival> items;
-    auto offer = [&](const PodClass& c, double v) {
+    auto offer = [&](const DemandClass& c, double v) {
       const Request& r = c.request;
       if (!r.is_gpu()) {
         if (v > 0) total += v * arrivals_limit(node, r, c.count);
@@ -365,11 +366,11 @@ class Model {
       items.push_back({units, cores, v});
     };
     for (int cls : node.pending) {
-      const PodClass& c = pending_[static_cast<size_t>(cls)];
+      const DemandClass& c = pending_[static_cast<size_t>(cls)];
       offer(c, c.value - std::max(0.0, m.pending[static_cast<size_t>(cls)]) - resources(c.request));
     }
     for (int cls : node.movers) {
-      const PodClass& c = movers_[static_cast<size_t>(cls)];
+      const DemandClass& c = movers_[static_cast<size_t>(cls)];
       offer(c, -m.movers[static_cast<size_t>(cls)] - resources(c.request));
     }
     // fill[u][a]: the most u free units hold with arrivals of at most a cores.
@@ -505,7 +506,7 @@ class Model {
   int max_moves_;
   int unit_ = 1, cap_ = 1;
   mutable Gradient scratch_;  // node_value_cores()'s look at node_value()'s solution
-  std::vector<PodClass> pending_, movers_;
+  std::vector<DemandClass> pending_, movers_;
   std::vector<NodeModel> nodes_;
 };
 
@@ -531,7 +532,7 @@ LagrangeMultipliers from_lp_duals(const DefragBound& lp, LagrangeMultipliers m) 
 
 double lagrangian_value(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                         const PodMoveInfos& infos, const LagrangeMultipliers& multipliers) {
-  const Model model(state, goal, budget, infos);
+  const LagrangianModel model(state, goal, budget, infos);
   model.check(multipliers);
   return model.value_cores(multipliers);
 }
@@ -539,7 +540,7 @@ double lagrangian_value(const ClusterState& state, const DefragGoal& goal, const
 LagrangianBound lagrangian_bound(const ClusterState& state, const DefragGoal& goal, const DefragBudget& budget,
                                  const PodMoveInfos& infos, const LagrangianOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  const Model model(state, goal, budget, infos);
+  const LagrangianModel model(state, goal, budget, infos);
   LagrangianBound out;
   out.used_milli_before = static_cast<double>(state.gpu_used_milli());
   out.capacity_milli = static_cast<double>(state.gpu_capacity_milli());

@@ -31,7 +31,7 @@ struct Hole {
 };
 
 // A movable pod, its GPU and that GPU's free milli when indexed.
-struct Holder {
+struct ChainHolder {
   PodId pod{};
   NodeId node{};
   int gpu = 0;
@@ -85,7 +85,7 @@ class ChainSearch {
         max_hole_ = std::max(max_hole_, hole);
       }
     for (auto& [size, list] : by_size_)
-      std::stable_sort(list.begin(), list.end(), [](const Holder& x, const Holder& y) {
+      std::stable_sort(list.begin(), list.end(), [](const ChainHolder& x, const ChainHolder& y) {
         return std::make_tuple(-x.hole, static_cast<int>(x.node), x.gpu) <
                std::make_tuple(-y.hole, static_cast<int>(y.node), y.gpu);
       });
@@ -231,7 +231,7 @@ class ChainSearch {
     int tries = 0;
     for (auto it = by_size_.lower_bound(size - max_hole_); it != by_size_.end() && it->first < size; ++it) {
       const int32_t need = size - it->first;  // the hole the pod's GPU must have
-      for (const Holder& b : it->second) {
+      for (const ChainHolder& b : it->second) {
         if (b.hole < need) break;
         if (in_chain(b.node, b.gpu)) continue;
         const Request& rb = work_.request(b.pod);
@@ -297,7 +297,7 @@ class ChainSearch {
   std::unordered_set<int32_t> touched_;
   std::unordered_map<int64_t, std::vector<PodId>> on_gpu_;
   std::vector<Hole> holes_;
-  std::map<int32_t, std::vector<Holder>> by_size_;  // movable pods by GPU share, freest GPU first
+  std::map<int32_t, std::vector<ChainHolder>> by_size_;  // movable pods by GPU share, freest GPU first
   int32_t max_hole_ = 0;
   std::vector<Link> chain_;
   std::vector<std::pair<NodeId, int>> chain_gpus_;

@@ -18,12 +18,12 @@ namespace gpupack {
 namespace {
 
 // Minimal sparse-row builder over the GLPK C API.
-class Model {
+class GlpkModel {
  public:
-  Model() : lp_(glp_create_prob()) { glp_set_obj_dir(lp_, GLP_MAX); }
-  ~Model() { glp_delete_prob(lp_); }
-  Model(const Model&) = delete;
-  Model& operator=(const Model&) = delete;
+  GlpkModel() : lp_(glp_create_prob()) { glp_set_obj_dir(lp_, GLP_MAX); }
+  ~GlpkModel() { glp_delete_prob(lp_); }
+  GlpkModel(const GlpkModel&) = delete;
+  GlpkModel& operator=(const GlpkModel&) = delete;
 
   int binary(double objective) {
     const int j = glp_add_cols(lp_, 1);
@@ -257,7 +257,7 @@ class DefragIlp {
   const DefragGoal& goal_;
   const PodMoveInfos& infos_;
   const bool admit_;
-  Model m_;
+  GlpkModel m_;
   std::vector<Pod> pods_;
   std::vector<std::vector<Terms>> gpu_terms_, move_gpu_terms_;                  // [node][gpu]
   std::vector<Terms> cpu_terms_, mem_terms_, move_cpu_terms_, move_mem_terms_;  // [node]

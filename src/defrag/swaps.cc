@@ -21,7 +21,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A movable single-GPU pod and the GPU it holds.
-struct Holder {
+struct SwapHolder {
   PodId pod{};
   NodeId node{};
   int gpu = 0;
@@ -43,13 +43,13 @@ class SwapSearch {
       if (!movable(p)) continue;
       const Assignment a = work_.assignment(p);
       const int g = std::countr_zero(a.gpu_mask);
-      const Holder h{p, a.node, g, a.gpu_milli, work_.gpu_free_milli(a.node)[static_cast<size_t>(g)]};
+      const SwapHolder h{p, a.node, g, a.gpu_milli, work_.gpu_free_milli(a.node)[static_cast<size_t>(g)]};
       on_gpu_[gpu_key(a.node, g)].push_back(h);
       by_share_[h.milli].push_back(h);
     }
     for (auto& [share, list] : by_share_)
       std::stable_sort(list.begin(), list.end(),
-                       [](const Holder& x, const Holder& y) { return x.gpu_free > y.gpu_free; });
+                       [](const SwapHolder& x, const SwapHolder& y) { return x.gpu_free > y.gpu_free; });
   }
 
   // Finds and applies one swap that admits `p`; appends its steps.
@@ -71,7 +71,7 @@ class SwapSearch {
         if (r.gpu_milli >= kGpuMilliPerGpu) continue;  // a trade leaves a pod on the GPU
         auto it = on_gpu_.find(gpu_key(node, g));
         if (it == on_gpu_.end()) continue;
-        for (const Holder& a : it->second)
+        for (const SwapHolder& a : it->second)
           if (a.milli >= short_by && try_partners(p, a, short_by, steps)) return true;
       }
     }
@@ -85,13 +85,13 @@ class SwapSearch {
 
   // Partners `b` for `a` (on the receiving GPU): smaller by at least
   // `short_by`, on a GPU where `a` fits once `b` has left.
-  bool try_partners(const PendingPod& p, const Holder& a, int32_t short_by, std::vector<PlanStep>& steps) {
+  bool try_partners(const PendingPod& p, const SwapHolder& a, int32_t short_by, std::vector<PlanStep>& steps) {
     const Request& r = p.request;
     const Request& ra = work_.request(a.pod);
     const NodeId n = a.node;
     for (auto& [share, list] : by_share_) {
       if (share > a.milli - short_by) break;
-      for (const Holder& b : list) {
+      for (const SwapHolder& b : list) {
         if (b.gpu_free + share < a.milli) break;
         if (b.pod == a.pod || (b.node == n && b.gpu == a.gpu)) continue;
         const Request& rb = work_.request(b.pod);
@@ -127,14 +127,14 @@ class SwapSearch {
       if (ga == g) continue;
       auto it = on_gpu_.find(gpu_key(n, ga));
       if (it == on_gpu_.end()) continue;
-      for (const Holder& a : it->second) {
+      for (const SwapHolder& a : it->second) {
         const Request& ra = work_.request(a.pod);
         if (ra.cpu_milli < cpu_short || ra.memory_mib < mem_short) continue;
         // b fits a's GPU once a left; a fits b's once b left.
         const int32_t room = a.milli + free[static_cast<size_t>(ga)];
         for (auto& [share, list] : by_share_) {
           if (share > room) break;
-          for (const Holder& b : list) {
+          for (const SwapHolder& b : list) {
             if (b.gpu_free + share < a.milli) break;
             if (b.node == n) continue;
             const Request& rb = work_.request(b.pod);
@@ -156,7 +156,7 @@ class SwapSearch {
 
   // Applies the swap to the work state in an order that fits (plain moves
   // when one of them fits first, else `a` parked) and records its steps.
-  bool apply(const PendingPod& p, const Holder& a, const Holder& b, const Assignment& admit_at,
+  bool apply(const PendingPod& p, const SwapHolder& a, const SwapHolder& b, const Assignment& admit_at,
              std::vector<PlanStep>& steps) {
     const Request ra = work_.request(a.pod), rb = work_.request(b.pod);
     const Assignment a_from = work_.assignment(a.pod), b_from = work_.assignment(b.pod);
@@ -210,8 +210,8 @@ class SwapSearch {
   const PodMoveInfos& infos_;
   const DefragBudget& budget_;
   std::unordered_set<int32_t> touched_;
-  std::unordered_map<int64_t, std::vector<Holder>> on_gpu_;
-  std::map<int32_t, std::vector<Holder>> by_share_;
+  std::unordered_map<int64_t, std::vector<SwapHolder>> on_gpu_;
+  std::map<int32_t, std::vector<SwapHolder>> by_share_;
 };
 
 }  // namespace

@@ -258,17 +258,7 @@ ExecJournal read_journal(const std::string& path) {
 }
 
 void write_journal(const std::string& path, const ExecJournal& j) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out = open_output(tmp);
-    out << journal_to_json(j).dump(2) << "\n";
-    close_output(out, tmp);
-  }
-  sync_file_and_dir(tmp);
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw std::runtime_error(fmt::format("{}: cannot replace the journal: {}", path, ec.message()));
-  sync_file_and_dir(path);
+  write_file_atomically(path, journal_to_json(j).dump(2) + "\n");
 }
 
 std::string reservation_value(const ExecJournal& j, const ExecStep& s, system_clock::time_point expires) {

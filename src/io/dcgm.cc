@@ -18,7 +18,7 @@ bool name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'
 bool name_char(char c) { return name_start(c) || (c >= '0' && c <= '9'); }
 bool label_start(char c) { return name_start(c) && c != ':'; }
 bool label_char(char c) { return name_char(c) && c != ':'; }
-bool blank(char c) { return c == ' ' || c == '\t'; }
+bool space_or_tab(char c) { return c == ' ' || c == '\t'; }
 
 class LineParser {
  public:
@@ -28,7 +28,7 @@ class LineParser {
     throw std::invalid_argument(fmt::format("{}:{}: {}", source_, number_, what));
   }
   void skip_blanks() {
-    while (i_ < s_.size() && blank(s_[i_])) ++i_;
+    while (i_ < s_.size() && space_or_tab(s_[i_])) ++i_;
   }
   bool at_end() const { return i_ >= s_.size(); }
   char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
@@ -102,7 +102,7 @@ class LineParser {
 
   std::string_view token() {
     size_t b = i_;
-    while (i_ < s_.size() && !blank(s_[i_])) ++i_;
+    while (i_ < s_.size() && !space_or_tab(s_[i_])) ++i_;
     return s_.substr(b, i_ - b);
   }
 
@@ -231,7 +231,7 @@ PromScrape parse_prometheus_text(std::string_view text, std::string_view source)
       p.skip_blanks();
       std::string name = p.metric_name();
       if (keyword == "HELP") {
-        if (!p.at_end() && !blank(p.peek())) p.fail("expected a space after the metric name");
+        if (!p.at_end() && !space_or_tab(p.peek())) p.fail("expected a space after the metric name");
         p.skip_blanks();
         out.help[name] = unescape_help(p.rest());
       } else {
@@ -249,11 +249,11 @@ PromScrape parse_prometheus_text(std::string_view text, std::string_view source)
     PromSample s;
     s.line = number;
     s.name = p.metric_name();
-    bool spaced = blank(p.peek());
+    bool spaced = space_or_tab(p.peek());
     p.skip_blanks();
     if (p.peek() == '{') {
       s.labels = p.labels();
-      spaced = blank(p.peek());
+      spaced = space_or_tab(p.peek());
       p.skip_blanks();
     }
     if (!p.at_end() && !spaced) p.fail("expected a space before the value");

@@ -149,13 +149,6 @@ int64_t strict_int(const std::string& obj, const std::string& field, std::string
   return v;
 }
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 // Refuses input nested deeper than kMaxInputDepth before building the tree
@@ -350,7 +343,7 @@ ModelMask parse_model_constraint(const std::string& obj, std::string_view key, c
   std::string_view rest = value;
   while (true) {
     const size_t sep = rest.find_first_of(",|");
-    const std::string name = trim(rest.substr(0, sep));
+    const std::string name(trim(rest.substr(0, sep)));
     if (name.empty()) fail(obj, field, fmt::format("\"{}\" has an empty model name", value));
     const auto id = find_gpu_model(name);
     if (!id) {
@@ -445,7 +438,7 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
   if (scope != nullptr) {
     const std::string field = annotation_field(annotations::kGpuScope);
     GpuScope s = GpuScope::kAny;
-    const std::string text = trim(*scope);
+    const std::string text(trim(*scope));
     if (text.empty() || !parse_gpu_scope(text, &s) || s == GpuScope::kAny) {
       fail(obj, field, fmt::format("\"{}\" is not nvlink, pcie-switch or numa", excerpt(*scope)));
     }
@@ -457,7 +450,7 @@ void apply_gpupack_annotations(const std::string& obj, K8sPod& pod) {
     pod.request.gpu_scope = s;
     pod.request.scope_required = true;
     if (policy != nullptr) {
-      const std::string p = trim(*policy);
+      const std::string p(trim(*policy));
       if (p == "preferred") {
         pod.request.scope_required = false;
       } else if (p != "required") {
@@ -753,7 +746,7 @@ GpuTopology parse_gpu_topology(std::string_view value, int gpu_count) {
     const size_t eq = item.find('=');
     if (trim(item).empty()) throw bad("an empty item between ';'");
     if (eq == std::string_view::npos) throw bad(fmt::format("\"{}\" is not <level>=<groups>", excerpt(trim(item))));
-    const std::string level = trim(item.substr(0, eq));
+    const std::string level(trim(item.substr(0, eq)));
     GpuScope scope = GpuScope::kAny;
     if (!parse_gpu_scope(level, &scope) || scope == GpuScope::kAny || level != to_string(scope)) {
       throw bad(fmt::format("unknown level \"{}\" (known: nvlink, pcie-switch, numa)", excerpt(level)));
@@ -771,14 +764,14 @@ GpuTopology parse_gpu_topology(std::string_view value, int gpu_count) {
     for (std::string_view grp : split(groups, '|')) {
       if (trim(grp).empty()) throw bad(fmt::format("{}: an empty group", level));
       for (std::string_view tok : split(grp, ',')) {
-        const std::string part = trim(tok);
+        const std::string part(trim(tok));
         const size_t dash = part.find('-');
         int lo = 0, hi = 0;
         if (dash == std::string::npos) {
           lo = hi = index(level, part);
         } else {
-          lo = index(level, trim(std::string_view(part).substr(0, dash)));
-          hi = index(level, trim(std::string_view(part).substr(dash + 1)));
+          lo = index(level, std::string(trim(std::string_view(part).substr(0, dash))));
+          hi = index(level, std::string(trim(std::string_view(part).substr(dash + 1))));
           if (lo > hi) throw bad(fmt::format("{}: range {} runs backwards", level, part));
         }
         for (int g = lo; g <= hi; ++g) {

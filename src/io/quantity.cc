@@ -15,7 +15,7 @@ using i128 = __int128;
 constexpr int kMaxSignificantDigits = 36;
 constexpr int kMaxExponent = 60;
 
-[[noreturn]] void bad(std::string_view text, std::string_view why) {
+[[noreturn]] void bad_quantity(std::string_view text, std::string_view why) {
   throw std::invalid_argument(fmt::format("invalid quantity \"{}\": {}", excerpt(text), why));
 }
 
@@ -65,7 +65,7 @@ int64_t scaled(const Quantity& q, int s10, int s2, Round round) {
 Quantity parse_quantity(std::string_view text) {
   Quantity q;
   size_t i = 0;
-  if (text.empty()) bad(text, "empty");
+  if (text.empty()) bad_quantity(text, "empty");
   if (text[i] == '+' || text[i] == '-') {
     q.negative = text[i] == '-';
     ++i;
@@ -90,7 +90,7 @@ Quantity parse_quantity(std::string_view text) {
       break;
     }
   }
-  if (digit_count == 0) bad(text, "no digits");
+  if (digit_count == 0) bad_quantity(text, "no digits");
   q.exp10 = -frac_digits;
 
   std::string_view suffix = text.substr(i);
@@ -116,7 +116,7 @@ Quantity parse_quantity(std::string_view text) {
         q.exp2 = 60;
         break;
       default:
-        bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
+        bad_quantity(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
     }
   } else if (suffix.size() == 1) {
     switch (suffix[0]) {
@@ -148,7 +148,7 @@ Quantity parse_quantity(std::string_view text) {
         q.exp10 += 18;
         break;
       default:
-        bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
+        bad_quantity(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
     }
   } else if (suffix[0] == 'e' || suffix[0] == 'E') {
     size_t j = 1;
@@ -157,16 +157,16 @@ Quantity parse_quantity(std::string_view text) {
       neg = suffix[j] == '-';
       ++j;
     }
-    if (j >= suffix.size()) bad(text, "exponent has no digits");
+    if (j >= suffix.size()) bad_quantity(text, "exponent has no digits");
     int e = 0;
     for (; j < suffix.size(); ++j) {
-      if (!is_digit(suffix[j])) bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
+      if (!is_digit(suffix[j])) bad_quantity(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
       e = e * 10 + (suffix[j] - '0');
-      if (e > kMaxExponent) bad(text, "exponent out of range");
+      if (e > kMaxExponent) bad_quantity(text, "exponent out of range");
     }
     q.exp10 += neg ? -e : e;
   } else {
-    bad(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
+    bad_quantity(text, fmt::format("unknown suffix \"{}\"", excerpt(suffix)));
   }
 
   // Trailing zeros move into the exponent so the mantissa stays small.
@@ -174,8 +174,8 @@ Quantity parse_quantity(std::string_view text) {
     digits.pop_back();
     ++q.exp10;
   }
-  if (static_cast<int>(digits.size()) > kMaxSignificantDigits) bad(text, "too many significant digits");
-  if (q.exp10 > 2 * kMaxExponent || q.exp10 < -2 * kMaxExponent) bad(text, "exponent out of range");
+  if (static_cast<int>(digits.size()) > kMaxSignificantDigits) bad_quantity(text, "too many significant digits");
+  if (q.exp10 > 2 * kMaxExponent || q.exp10 < -2 * kMaxExponent) bad_quantity(text, "exponent out of range");
   if (digits.empty()) {
     q.negative = false;
     q.exp10 = 0;

@@ -27,19 +27,19 @@ std::string at(const YAML::Node& n) {
 
 // yaml-cpp tags plain scalars "?" and quoted ones "!". mig-parted reads its
 // file as YAML 1.1 into JSON types, so a quoted "2" is a string, not a count.
-bool is_plain(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
+bool plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!"; }
 
 std::string text_of(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : "?"; }
 
 std::optional<long long> as_int(const YAML::Node& n) {
-  if (!is_plain(n)) return std::nullopt;
+  if (!plain_scalar(n)) return std::nullopt;
   static const std::regex re("^[+-]?[0-9]{1,9}$");
   if (!std::regex_match(n.Scalar(), re)) return std::nullopt;
   return std::stoll(n.Scalar());
 }
 
 std::optional<bool> as_bool(const YAML::Node& n) {
-  if (!is_plain(n)) return std::nullopt;
+  if (!plain_scalar(n)) return std::nullopt;
   if (n.Scalar() == "true") return true;
   if (n.Scalar() == "false") return false;
   return std::nullopt;
@@ -48,7 +48,7 @@ std::optional<bool> as_bool(const YAML::Node& n) {
 // A plain scalar that a YAML 1.1 loader reads as a number (0x.., 0o.., digits).
 bool reads_as_number(const YAML::Node& n) {
   static const std::regex re(R"(^[-+]?(0[xX][0-9A-Fa-f_]+|0[oO]?[0-7_]+|[0-9][0-9_]*(\.[0-9_]*)?([eE][-+]?[0-9]+)?)$)");
-  return is_plain(n) && std::regex_match(n.Scalar(), re);
+  return plain_scalar(n) && std::regex_match(n.Scalar(), re);
 }
 
 // Compute slices a profile takes at least: C of "Cc.Gg...", else G.

@@ -19,32 +19,13 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-void fsync_path(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(fmt::format("{}: cannot open to sync: {}", path, errno_text()));
-  const int rc = ::fsync(fd);
-  const std::string why = rc == 0 ? "" : errno_text();
-  ::close(fd);
-  if (rc != 0) throw std::runtime_error(fmt::format("{}: fsync: {}", path, why));
-}
-
-std::string parent_dir(const std::string& path) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return parent.empty() ? "." : parent.string();
-}
-
 }  // namespace
-
-void sync_file_and_dir(const std::string& path) {
-  fsync_path(path, false);
-  fsync_path(parent_dir(path), true);
-}
 
 BindJournal::BindJournal(std::string path) : path_(std::move(path)) {
   const bool existed = std::filesystem::exists(path_);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error(fmt::format("{}: cannot open the bind journal: {}", path_, errno_text()));
-  if (!existed) fsync_path(parent_dir(path_), true);  // the new file's name is durable too
+  if (!existed) sync_parent_dir(path_);  // the new file's name is durable too
 }
 
 BindJournal::~BindJournal() {

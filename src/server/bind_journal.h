@@ -21,8 +21,6 @@
 //   GPUs) on the pod objects the records name (namespace/name, and the UID
 //   when both have one), in record order; returns a message per record it
 //   could not apply (no such pod, or bound to another node).
-// - sync_file_and_dir(path) fsyncs a file and its directory (an atomic
-//   rename is durable after it).
 #pragma once
 
 #include <mutex>
@@ -62,6 +60,5 @@ class BindJournal : public Binder {
 std::vector<BindRecord> read_bind_journal(const std::string& path);
 std::vector<std::string> apply_bind_records(std::vector<nlohmann::json>& pod_objects,
                                             const std::vector<BindRecord>& records);
-void sync_file_and_dir(const std::string& path);
 
 }  // namespace gpupack

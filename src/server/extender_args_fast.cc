@@ -13,6 +13,8 @@
 #include <utility>
 #include <variant>
 
+#include "util/strings.h"
+
 namespace gpupack {
 namespace {
 
@@ -20,16 +22,10 @@ namespace od = simdjson::ondemand;
 static_assert(kExtenderBodyPadding >= simdjson::SIMDJSON_PADDING);
 using nlohmann::json;
 
-struct Fail {
+struct ArgsFail {
   std::string field;
   std::string message;
 };
-
-bool iequal(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
 
 // Which of several keys matching `want` the reference (nlohmann's sorted map
 // plus find_key) would use: an exact key (the last duplicate), else the
@@ -44,7 +40,7 @@ class KeyChoice {
       chosen_ = key;
       return true;
     }
-    if (exact_ || !iequal(key, want_)) return false;
+    if (exact_ || !iequals(key, want_)) return false;
     if (!any_ || key <= chosen_) {
       any_ = true;
       chosen_ = key;
@@ -61,7 +57,7 @@ class KeyChoice {
   bool any_ = false;
 };
 
-std::string_view type_name(od::json_type t) {
+std::string_view ondemand_type_name(od::json_type t) {
   switch (t) {
     case od::json_type::null:
       return "null";
@@ -79,7 +75,7 @@ std::string_view type_name(od::json_type t) {
   return "a value";
 }
 
-std::string brief(std::string_view text) {
+std::string brief_text(std::string_view text) {
   std::string s(text);
   if (s.size() > 60) s = s.substr(0, 57) + "...";
   return s;
@@ -107,12 +103,12 @@ class Walker {
   void push(size_t index) { path_.emplace_back(index); }
   void pop() { path_.pop_back(); }
 
-  [[noreturn]] void fail(std::string message) const { throw Fail{path(), std::move(message)}; }
+  [[noreturn]] void fail(std::string message) const { throw ArgsFail{path(), std::move(message)}; }
   void check(simdjson::error_code e) const {
     if (e != simdjson::SUCCESS) fail(fmt::format("malformed JSON: {}", simdjson::error_message(e)));
   }
   void check_depth(int depth) const {
-    if (depth > kMaxJsonDepth) throw Fail{"", fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth)};
+    if (depth > kMaxJsonDepth) throw ArgsFail{"", fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth)};
   }
 
   od::json_type type_of(od::value& v) const {
@@ -205,10 +201,10 @@ class Walker {
 
 // A semantic error found while walking, raised only after the whole body has
 // been validated (the reference reports malformed JSON first).
-using Deferred = std::optional<Fail>;
+using Deferred = std::optional<ArgsFail>;
 
-Fail wrong_type(const std::string& field, std::string_view want, od::json_type got, std::string_view text) {
-  return Fail{field, fmt::format("expected {}, got {} ({})", want, type_name(got), brief(text))};
+ArgsFail wrong_type(const std::string& field, std::string_view want, od::json_type got, std::string_view text) {
+  return ArgsFail{field, fmt::format("expected {}, got {} ({})", want, ondemand_type_name(got), brief_text(text))};
 }
 
 // metadata.name of one node item; *error set on a semantic problem.
@@ -281,9 +277,9 @@ std::string item_name(Walker& w, od::value item, size_t index, int depth, Deferr
         if (name_error) {
           meta_error = name_error;
         } else if (!name_key.found() || name_null) {
-          meta_error = Fail{mfield() + ".name", "missing"};
+          meta_error = ArgsFail{mfield() + ".name", "missing"};
         } else if (name->empty()) {
-          meta_error = Fail{mfield() + ".name", "empty"};
+          meta_error = ArgsFail{mfield() + ".name", "empty"};
         }
       }
     } else {
@@ -292,7 +288,7 @@ std::string item_name(Walker& w, od::value item, size_t index, int depth, Deferr
     w.pop();
   }
   if (!meta_key.found() || meta_null) {
-    error = Fail{field() + ".metadata", "missing"};
+    error = ArgsFail{field() + ".metadata", "missing"};
     return {};
   }
   if (meta_error) {
@@ -410,7 +406,7 @@ NamesRead read_names(Walker& w, od::value v, int depth) {
 json read_pod(std::string_view text) {
   json pod = json::parse(text.begin(), text.end());
   if (!pod.is_object()) {
-    throw Fail{"Pod", fmt::format("expected an object, got {}", brief(text))};
+    throw ArgsFail{"Pod", fmt::format("expected an object, got {}", brief_text(text))};
   }
   const json* meta = nullptr;
   for (auto it = pod.begin(); it != pod.end(); ++it) {
@@ -418,23 +414,24 @@ json read_pod(std::string_view text) {
       meta = &*it;
       break;
     }
-    if (meta == nullptr && iequal(it.key(), "metadata")) meta = &*it;
+    if (meta == nullptr && iequals(it.key(), "metadata")) meta = &*it;
   }
-  if (meta == nullptr || meta->is_null()) throw Fail{"Pod.metadata", "missing"};
-  if (!meta->is_object()) throw Fail{"Pod.metadata", fmt::format("expected an object, got {}", brief(meta->dump()))};
+  if (meta == nullptr || meta->is_null()) throw ArgsFail{"Pod.metadata", "missing"};
+  if (!meta->is_object())
+    throw ArgsFail{"Pod.metadata", fmt::format("expected an object, got {}", brief_text(meta->dump()))};
   const json* name = nullptr;
   for (auto it = meta->begin(); it != meta->end(); ++it) {
     if (it.key() == "name") {
       name = &*it;
       break;
     }
-    if (name == nullptr && iequal(it.key(), "name")) name = &*it;
+    if (name == nullptr && iequals(it.key(), "name")) name = &*it;
   }
-  if (name == nullptr || name->is_null()) throw Fail{"Pod.metadata.name", "missing"};
+  if (name == nullptr || name->is_null()) throw ArgsFail{"Pod.metadata.name", "missing"};
   if (!name->is_string()) {
-    throw Fail{"Pod.metadata.name", fmt::format("expected a string, got {}", brief(name->dump()))};
+    throw ArgsFail{"Pod.metadata.name", fmt::format("expected a string, got {}", brief_text(name->dump()))};
   }
-  if (name->get_ref<const std::string&>().empty()) throw Fail{"Pod.metadata.name", "empty"};
+  if (name->get_ref<const std::string&>().empty()) throw ArgsFail{"Pod.metadata.name", "empty"};
   return pod;
 }
 
@@ -461,7 +458,7 @@ ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length)
   od::json_type root_type{};
   w.check(doc.type().get(root_type));
   if (root_type != od::json_type::object) {
-    throw Fail{"body", fmt::format("expected an object, got {}", type_name(root_type))};
+    throw ArgsFail{"body", fmt::format("expected an object, got {}", ondemand_type_name(root_type))};
   }
   od::object root;
   w.check(doc.get_object().get(root));
@@ -488,17 +485,17 @@ ExtenderArgs read_args(std::shared_ptr<const std::string> source, size_t length)
   }
   const char* after = nullptr;
   if (doc.current_location().get(after) == simdjson::SUCCESS) {
-    throw Fail{"", "malformed JSON: content after the top-level object"};
+    throw ArgsFail{"", "malformed JSON: content after the top-level object"};
   }
 
   ExtenderArgs a;
-  if (!pod_text || *pod_text == "null") throw Fail{"Pod", "missing"};
+  if (!pod_text || *pod_text == "null") throw ArgsFail{"Pod", "missing"};
   a.pod = read_pod(*pod_text);
   if (nodes.error) throw *nodes.error;
   if (names.error) throw *names.error;
   a.node_texts = std::move(nodes.items);
   a.node_names = std::move(names.names);
-  if (!a.node_texts && !a.node_names) throw Fail{"Nodes", "neither Nodes nor NodeNames is set"};
+  if (!a.node_texts && !a.node_names) throw ArgsFail{"Nodes", "neither Nodes nor NodeNames is set"};
   a.source = std::move(source);
   return a;
 }
@@ -815,8 +812,8 @@ std::optional<std::vector<std::string>> known_in_place(const std::vector<ItemSee
 }
 
 // Keys that could be chosen for one of the three fields.
-bool pod_like(std::string_view key) { return iequal(key, "Pod"); }
-bool list_like(std::string_view key) { return iequal(key, "Nodes") || iequal(key, "NodeNames"); }
+bool pod_like(std::string_view key) { return iequals(key, "Pod"); }
+bool list_like(std::string_view key) { return iequals(key, "Nodes") || iequals(key, "NodeNames"); }
 
 // The body when it ends with the last tail; nullopt otherwise (or when the
 // head is not of the common shape).
@@ -866,7 +863,7 @@ std::optional<ExtenderArgs> read_args_repeated(const std::shared_ptr<const std::
   if (!q.pod_and_spans_valid()) return std::nullopt;
 
   ExtenderArgs a;
-  a.pod = read_pod(q.pod_text);  // a Fail here: the thorough walk reports it
+  a.pod = read_pod(q.pod_text);  // a ArgsFail here: the thorough walk reports it
   const char* base = source->data() + head_size;
   if (tail->has_nodes) {
     a.node_texts.emplace();
@@ -937,7 +934,7 @@ std::optional<ExtenderArgs> read_args_quick(std::shared_ptr<const std::string> s
   if (!item_names) return std::nullopt;
 
   ExtenderArgs a;
-  a.pod = read_pod(q.pod_text);  // a Fail here: the thorough walk reports it
+  a.pod = read_pod(q.pod_text);  // a ArgsFail here: the thorough walk reports it
   if (has_nodes) {
     a.node_texts.emplace();
     a.node_texts->reserve(q.items.size());
@@ -970,7 +967,7 @@ std::shared_ptr<std::string> padded(std::string&& body) {
 WireResult<ExtenderArgs> read_guarded(std::shared_ptr<const std::string> source, size_t length) {
   try {
     return read_args(std::move(source), length);
-  } catch (const Fail& f) {
+  } catch (const ArgsFail& f) {
     return WireError{f.field, f.message};
   } catch (const std::exception& e) {
     return WireError{"", fmt::format("invalid body: {}", e.what())};
@@ -1001,7 +998,7 @@ WireResult<ExtenderArgs> parse_extender_args_fast(std::string&& body) {
       if (quick) ++g_quick;
     }
   } catch (const std::exception&) {  // e.g. the Pod is not a usable object
-  } catch (const Fail&) {
+  } catch (const ArgsFail&) {
   }
   if (!quick) ++g_thorough;
   WireResult<ExtenderArgs> out = quick ? WireResult<ExtenderArgs>(std::move(*quick)) : read_guarded(source, length);

@@ -7,6 +7,8 @@
 #include <limits>
 #include <set>
 
+#include "util/strings.h"
+
 namespace gpupack {
 namespace {
 
@@ -75,19 +77,13 @@ json parse_body(std::string_view body) {
   }
 }
 
-bool iequal(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 // Exact key first, then a case-insensitive match (Go's decoder does both).
 // nullptr when absent; a JSON null is returned as a null value.
 const json* find_key(const json& obj, std::string_view key) {
   auto it = obj.find(key);
   if (it != obj.end()) return &*it;
   for (auto i = obj.begin(); i != obj.end(); ++i) {
-    if (iequal(i.key(), key)) return &*i;
+    if (iequals(i.key(), key)) return &*i;
   }
   return nullptr;
 }

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "server/extender_args_fast.h"
+#include "util/strings.h"
 
 namespace gpupack {
 
@@ -95,13 +96,6 @@ const char* reason_phrase(int status) {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t' || s[b] == '\r' || s[b] == '\n')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n')) --e;
-  return s.substr(b, e - b);
 }
 
 // A file's identity for change detection.
@@ -325,7 +319,7 @@ struct HttpServer::Impl {
     }
     std::ostringstream ss;
     ss << in.rdbuf();
-    std::string t = trim(ss.str());
+    std::string t(trim(ss.str()));
     if (t.empty()) {
       *error = fmt::format("token file {}: empty", options.token_file);
       return false;
@@ -370,7 +364,7 @@ struct HttpServer::Impl {
     static constexpr char kBearer[] = "bearer ";
     const std::string& a = req.authorization;
     if (a.size() <= 7 || lower(a.substr(0, 7)) != kBearer) return false;
-    const std::string given = trim(a.substr(7));
+    const std::string given(trim(a.substr(7)));
     std::lock_guard lock(token_mu);
     return given.size() == token.size() && CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
   }
@@ -809,7 +803,7 @@ struct HttpServer::Impl {
         }
         c.chunk = Chunk::kSize;
       } else if (c.chunk == Chunk::kSize) {
-        const std::string hex = trim(line.substr(0, line.find(';')));
+        const std::string hex(trim(line.substr(0, line.find(';'))));
         size_t size = 0;
         if (hex.empty() || hex.size() > 15) {
           fail(c, 400, fmt::format("chunked body: bad chunk size \"{}\"", hex.substr(0, 20)));
@@ -885,7 +879,7 @@ struct HttpServer::Impl {
         return 400;
       }
       const std::string name = lower(h.substr(0, colon));
-      const std::string value = trim(h.substr(colon + 1));
+      const std::string value(trim(h.substr(colon + 1)));
       if (name == "content-length") {
         if (value.empty() || value.size() > 18 || !std::all_of(value.begin(), value.end(), ::isdigit) ||
             (have_length && std::stoull(value) != r.content_length)) {

@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "util/strings.h"
+
 extern char** environ;
 
 namespace gpupack {
@@ -34,13 +36,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kExecV1 = "client.authentication.k8s.io/v1";
 constexpr const char* kExecV1beta1 = "client.authentication.k8s.io/v1beta1";
-
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
-  return s.substr(i);
-}
 
 // The whole file, or nullopt when it cannot be read (bounded: 16 MiB).
 std::optional<std::string> try_slurp(const std::string& path) {
@@ -539,7 +534,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::vecto
 }
 
 std::string excerpt(const std::string& text, size_t max = 400) {
-  std::string s = trim(text);
+  std::string s(trim(text));
   for (char& ch : s)
     if (ch == '\n' || ch == '\r') ch = ' ';
   if (s.size() > max) s = s.substr(0, max) + "...";

@@ -48,13 +48,13 @@ T draw(Rng& rng, const Weighted<T> (&table)[N]) {
 // Pod classes: the 30 most common (cpu, GPUs, GPU share) classes of openb
 // default (94% of its pods) with their counts as weights and their mean host
 // memory, plus the multi-GPU classes (about 1% of pods).
-struct PodClass {
+struct SyntheticClass {
   int64_t cpu_milli;
   int32_t gpu_count;
   int32_t gpu_milli;
   int64_t memory_mib;
 };
-constexpr Weighted<PodClass> kPodClasses[] = {
+constexpr Weighted<SyntheticClass> kPodClasses[] = {
     {1047, {3152, 1, 810, 5600}},   {874, {11300, 1, 1000, 48916}}, {599, {11400, 1, 1000, 51350}},
     {470, {3152, 1, 1000, 5600}},   {388, {11908, 1, 470, 47104}},  {366, {12500, 0, 0, 57388}},
     {360, {8000, 1, 470, 30517}},   {326, {12000, 1, 1000, 21803}}, {290, {32000, 0, 0, 49233}},
@@ -96,7 +96,7 @@ Workload synthetic_workload(const SyntheticOptions& options, int64_t capacity_mi
   int64_t total = 0;
   const auto nodes = synthetic_nodes(options);
   while (total < target) {
-    const PodClass c = draw(rng, kPodClasses);
+    const SyntheticClass c = draw(rng, kPodClasses);
     Request r;
     r.cpu_milli = c.cpu_milli;
     r.gpu_count = c.gpu_count;

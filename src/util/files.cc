@@ -128,4 +128,41 @@ void ensure_output_dir(const std::string& dir, const std::string& flag) {
   std::filesystem::remove(probe, ec);
 }
 
+namespace {
+
+void fsync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open to sync: " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const std::string why = rc == 0 ? "" : std::strerror(errno);
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error(path + ": fsync: " + why);
+}
+
+}  // namespace
+
+void sync_parent_dir(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  fsync_path(parent.empty() ? "." : parent.string(), true);
+}
+
+void sync_file_and_dir(const std::string& path) {
+  fsync_path(path, false);
+  sync_parent_dir(path);
+}
+
+void write_file_atomically(const std::string& path, std::string_view text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out = open_output(tmp);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    close_output(out, tmp);
+  }
+  sync_file_and_dir(tmp);  // the content is on disk before the name points at it
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error(path + ": cannot rename " + tmp + " into place: " + ec.message());
+  sync_parent_dir(path);
+}
+
 }  // namespace gpupack

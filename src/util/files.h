@@ -28,11 +28,19 @@
 // - ensure_output_dir(dir, flag) creates `dir` (and its parents) and checks a
 //   file can be written there, before a long run that ends by writing to it;
 //   throws std::runtime_error("FLAG DIR: cannot write there: why").
+// - sync_file_and_dir(path) fsyncs a file and the folder that holds it (a
+//   rename into place is durable after it); sync_parent_dir(path) only the
+//   folder (a new file's name). Both throw std::runtime_error naming the path.
+// - write_file_atomically(path, text) writes `text` to path + ".tmp", syncs
+//   it, renames it over `path` and syncs the folder: a reader, or the file
+//   after a crash, sees the old content or the new, never a part. Throws
+//   std::runtime_error naming the path when a step fails.
 #pragma once
 
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 namespace gpupack {
 
@@ -52,5 +60,9 @@ inline std::string read_file_bounded(const std::string& path) { return read_file
 std::ofstream open_output(const std::string& path);
 void close_output(std::ofstream& out, const std::string& path);
 void ensure_output_dir(const std::string& dir, const std::string& flag);
+
+void sync_file_and_dir(const std::string& path);
+void sync_parent_dir(const std::string& path);
+void write_file_atomically(const std::string& path, std::string_view text);
 
 }  // namespace gpupack

@@ -12,7 +12,7 @@ DepthExcess excess_at(std::string_view text, size_t byte) {
           1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(byte), '\n'))};
 }
 
-bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+bool space_tab_or_cr(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 [[noreturn]] void too_deep(std::string_view source, std::string_view what, const DepthExcess& e, int max_depth) {
   throw InputError(std::string(source) + ":" + std::to_string(e.line) + ": " + std::string(what) +
@@ -74,11 +74,11 @@ std::optional<DepthExcess> find_yaml_depth_over(std::string_view text, int max_d
       }
       continue;
     }
-    if (blank(c)) {
+    if (space_tab_or_cr(c)) {
       ++i;
       continue;
     }
-    if (c == '#' && (i == 0 || blank(text[i - 1]) || text[i - 1] == '\n')) {
+    if (c == '#' && (i == 0 || space_tab_or_cr(text[i - 1]) || text[i - 1] == '\n')) {
       i = to_line_end(i);
       continue;
     }
@@ -101,7 +101,7 @@ std::optional<DepthExcess> find_yaml_depth_over(std::string_view text, int max_d
       continue;
     }
     if ((c == '&' || c == '!') && at_token) {  // anchor or tag: the node follows
-      while (i < n && !blank(text[i]) && text[i] != '\n' &&
+      while (i < n && !space_tab_or_cr(text[i]) && text[i] != '\n' &&
              !(flow > 0 && (text[i] == ',' || text[i] == ']' || text[i] == '}')))
         ++i;
       continue;
@@ -120,7 +120,7 @@ std::optional<DepthExcess> find_yaml_depth_over(std::string_view text, int max_d
       ++i;
       continue;
     }
-    const bool spaced = i + 1 >= n || blank(text[i + 1]) || text[i + 1] == '\n';
+    const bool spaced = i + 1 >= n || space_tab_or_cr(text[i + 1]) || text[i + 1] == '\n';
     if (flow == 0 && (c == '-' || c == '?') && spaced && only_indicators) {
       if (++line_blocks > max_depth) return excess_at(text, i);
       prev = c;
@@ -128,7 +128,7 @@ std::optional<DepthExcess> find_yaml_depth_over(std::string_view text, int max_d
       continue;
     }
     if (flow == 0 && (c == '|' || c == '>') && at_token) {
-      // Block scalar: skip its header and every following line that is blank
+      // Block scalar: skip its header and every following line that is space_tab_or_cr
       // or indented deeper than the line that introduced it.
       i = to_line_end(i);
       while (i < n) {

@@ -3,6 +3,11 @@
 // namespace. Two such definitions in different translation units are an ODR
 // violation the compiler does not report: which one a caller sees depends on
 // the link order (this once gave `config mig` the wrong default).
+// And no two .cc files of src/ define the same name (type, function,
+// variable, alias) in an anonymous namespace: the unity build (GPUPACK_UNITY)
+// compiles 8 files as one, and which files share a batch shifts whenever a
+// file is added, so such a pair would fail to compile (a redefinition, an
+// ambiguous call) only in some builds.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -162,6 +167,100 @@ std::vector<std::string> namespace_scope_types(const std::string& text) {
   return found;
 }
 
+// Names defined in an anonymous namespace of one file, outside any function
+// or class body: types and variables by name, functions as name/parameters
+// (overloads of another arity can share a unit), aliases as
+// name=definition (the same alias twice is allowed).
+std::set<std::string> anonymous_scope_names(const std::string& text) {
+  const std::vector<std::string> t = tokens(strip(text));
+  std::vector<std::string> scopes;  // namespace name; "" anonymous; "{}" any other brace
+  std::set<std::string> found;
+  auto in_anonymous = [&] {
+    bool anonymous = false;
+    for (const std::string& s : scopes) {
+      if (s == "{}") return false;
+      anonymous |= s.empty();
+    }
+    return anonymous;
+  };
+  auto identifier = [](const std::string& s) {
+    return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
+  };
+  static const std::set<std::string> kNotNames = {
+      "operator", "return",   "if",       "for",      "while",    "switch", "sizeof",    "decltype", "static_assert",
+      "alignof",  "noexcept", "requires", "template", "typename", "const",  "constexpr", "static",   "inline"};
+  std::string pending_namespace;
+  bool namespace_open = false;
+  int parens = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == "namespace") {
+      namespace_open = true;
+      pending_namespace.clear();
+      size_t j = i + 1;
+      for (; j < t.size() && t[j] != "{" && t[j] != "=" && t[j] != ";"; ++j) pending_namespace += t[j];
+      if (j < t.size() && t[j] != "{") namespace_open = false;
+      i = j - 1;
+      continue;
+    }
+    if (t[i] == "(") ++parens;
+    if (t[i] == ")") --parens;
+    if (t[i] == "{") {
+      scopes.push_back(namespace_open ? pending_namespace : "{}");
+      namespace_open = false;
+      continue;
+    }
+    if (t[i] == "}") {
+      if (!scopes.empty()) scopes.pop_back();
+      continue;
+    }
+    if (parens != 0 || !in_anonymous()) continue;
+    if (t[i] == "template" && i + 1 < t.size() && t[i + 1] == "<") {  // skip the parameter list
+      int angle = 0;
+      size_t j = i + 1;
+      for (; j < t.size(); ++j) {
+        if (t[j] == "<") ++angle;
+        if (t[j] == ">" && --angle == 0) break;
+      }
+      i = j;
+      continue;
+    }
+    if (i + 1 >= t.size() || !identifier(t[i]) || kNotNames.count(t[i])) continue;
+    const std::string& prev = i > 0 ? t[i - 1] : std::string();
+    const std::string& next = t[i + 1];
+    if (prev == "struct" || prev == "class" || prev == "union" || prev == "enum") {
+      size_t k = i + 1;
+      while (k < t.size() && t[k] != "{" && t[k] != ";") ++k;
+      if (k < t.size() && t[k] == "{") found.insert(t[i]);
+    } else if (prev == "using" && next == "=") {  // name=definition: the same alias twice is allowed
+      std::string definition;
+      for (size_t k = i + 2; k < t.size() && t[k] != ";"; ++k) definition += t[k];
+      found.insert(t[i] + "=" + definition);
+    } else if (next == "(" && prev != "::" && prev != "." && prev != "->" && prev != "~") {
+      // A function definition: its parameter list, then a body before any
+      // ';'. Recorded as name/parameters: overloads of another arity can
+      // share a unit.
+      int depth = 0, angle = 0, commas = 0;
+      bool any = false;
+      size_t k = i + 1;
+      for (; k < t.size(); ++k) {
+        if (t[k] == "(" && ++depth == 1) continue;
+        if (t[k] == ")" && --depth == 0) break;
+        if (t[k] == "<") ++angle;
+        if (t[k] == ">") --angle;
+        if (depth == 1 && angle == 0 && t[k] == ",") ++commas;
+        any |= t[k] != "void";
+      }
+      const int params = any ? commas + 1 : 0;
+      while (k < t.size() && t[k] != "{" && t[k] != ";" && t[k] != "=") ++k;
+      if (k < t.size() && t[k] == "{") found.insert(t[i] + "/" + std::to_string(params));
+    } else if ((next == "=" || next == "{" || next == "[") &&
+               (identifier(prev) || prev == ">" || prev == "*" || prev == "&")) {
+      if (prev != "using" && prev != "namespace") found.insert(t[i]);  // a variable
+    }
+  }
+  return found;
+}
+
 TEST(OneDefinition, TheScannerSeesTypesAndSkipsAnonymousNamespaces) {
   const auto found = namespace_scope_types(R"(
     namespace gpupack {
@@ -206,6 +305,62 @@ TEST(OneDefinition, NoTypeIsDefinedTwiceInSrc) {
     std::string list;
     for (const auto& f : files_defining) list += " " + f;
     EXPECT_EQ(files_defining.size(), 1u) << name << " is defined in more than one place:" << list;
+  }
+}
+
+TEST(OneDefinition, TheAnonymousScopeScannerSeesEachKindOfName) {
+  const auto found = anonymous_scope_names(R"(
+    namespace gpupack {
+    struct Public {};                      // not anonymous
+    void public_function() {}
+    namespace {
+    struct Helper { int member = 0; void method() {} };
+    using Alias = std::vector<int>;
+    constexpr int kLimit = 4;
+    const std::array<int, 2> kPair{1, 2};
+    template <typename T, int N = 3>
+    T twice(T x) { return x + x; }
+    std::string trim(std::string_view s, int unused = 0) {
+      const int local = 1;
+      auto lambda = [&](int y) { return y; };
+      return std::string(s);
+    }
+    int declared_only(int x);
+    bool operator==(const Helper&, const Helper&) { return true; }
+    const std::string kName = format("{}", 1);
+    }  // namespace
+    }  // namespace gpupack
+  )");
+  const std::set<std::string> want = {"Helper", "Alias=std::vector<int>", "kLimit", "kPair", "twice/1", "trim/2",
+                                      "kName"};
+  EXPECT_EQ(found, want);
+}
+
+TEST(OneDefinition, NoAnonymousNameIsDefinedInTwoSourceFiles) {
+  const fs::path root = fs::path(GPUPACK_SOURCE_DIR) / "src";
+  ASSERT_TRUE(fs::is_directory(root)) << root;
+  std::map<std::string, std::set<std::string>> where;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.path().extension() != ".cc") continue;
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    for (const std::string& name : anonymous_scope_names(ss.str()))
+      where[name].insert(fs::relative(entry.path(), root).string());
+  }
+  EXPECT_GT(where.size(), 200u);                         // the scanner really finds the files' helpers
+  std::map<std::string, std::set<std::string>> aliases;  // alias name -> its definitions
+  for (const auto& [key, files_defining] : where)
+    if (const size_t eq = key.find('='); eq != std::string::npos) aliases[key.substr(0, eq)].insert(key);
+  for (const auto& [name, definitions] : aliases)
+    EXPECT_EQ(definitions.size(), 1u) << name << " is an alias of different types in anonymous namespaces of src/";
+  for (const auto& [key, files_defining] : where) {
+    if (key.find('=') != std::string::npos) continue;
+    std::string list;
+    for (const auto& f : files_defining) list += " " + f;
+    EXPECT_EQ(files_defining.size(), 1u) << key
+                                         << " is defined in an anonymous namespace of more than one file:" << list
+                                         << " (rename one, or share one definition through a header)";
   }
 }
 

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -109,6 +110,35 @@ TEST(ReadFileBounded, ProcessCapDefaultsTo1GiBAndYamlTo64MiBUntilSet) {
   set_max_input_bytes(before);
   EXPECT_EQ(kDefaultMaxInputBytes, std::uint64_t{1} << 30);
   EXPECT_EQ(kDefaultMaxYamlInputBytes, std::uint64_t{64} << 20);
+}
+
+TEST(WriteFileAtomically, ReplacesTheWholeFileAndLeavesNoTemporary) {
+  const std::string dir = temp_dir("atomic");
+  const std::string path = dir + "/state.json";
+  write_file_atomically(path, "first\n");
+  write_file_atomically(path, "second, longer\n");
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "second, longer\n");
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WriteFileAtomically, AFailedWriteNamesThePathAndKeepsTheOldContent) {
+  const std::string dir = temp_dir("atomic_fail");
+  const std::string path = dir + "/state.json";
+  write_file_atomically(path, "old\n");
+  std::filesystem::create_directory(path + ".tmp");  // the temporary cannot be opened as a file
+  try {
+    write_file_atomically(path, "new\n");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ".tmp"), std::string::npos) << e.what();
+  }
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "old\n");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DescribeBytes, ExactCountAndABinaryUnit) {

@@ -13,6 +13,16 @@ TEST(Strings, CaseInsensitiveEqualityAndSplitKeepsEmptyFields) {
   EXPECT_EQ(split("fgd", ','), (std::vector<std::string>{"fgd"}));
 }
 
+TEST(Strings, TrimDropsAsciiWhiteSpaceAtBothEndsOnly) {
+  EXPECT_EQ(trim("  a b\t\r\n"), "a b");
+  EXPECT_EQ(trim("\f\vtoken\v"), "token");
+  EXPECT_EQ(trim("x"), "x");
+  EXPECT_EQ(trim(" \t\r\n "), "");
+  EXPECT_EQ(trim(""), "");
+  const std::string_view text = " abc ";
+  EXPECT_EQ(trim(text).data(), text.data() + 1);  // a view into the argument, no copy
+}
+
 TEST(Excerpt, ShortTextComesBackWhole) {
   EXPECT_EQ(excerpt("A100-80GB"), "A100-80GB");
   EXPECT_EQ(excerpt(""), "");
