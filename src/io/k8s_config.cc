@@ -212,8 +212,8 @@ std::string_view strategy_name(DeschedulerConfig::Strategy s) {
 }
 
 // What a field holds once the YAML is read as JSON.
-enum class Kind { kString, kBool, kInt, kUint, kNumber, kMap, kList, kStringList, kDuration };
-using Fields = std::vector<std::pair<std::string, Kind>>;
+enum class FieldKind { kString, kBool, kInt, kUint, kNumber, kMap, kList, kStringList, kDuration };
+using Fields = std::vector<std::pair<std::string, FieldKind>>;
 
 // A plain scalar that YAML reads as a number, boolean or null, not a string.
 bool plain_non_string(const YAML::Node& n) {
@@ -233,56 +233,56 @@ bool as_number(const YAML::Node& n, double& out) {
   return true;
 }
 
-bool kind_ok(const YAML::Node& v, Kind k) {
+bool kind_ok(const YAML::Node& v, FieldKind k) {
   int64_t i = 0;
   double d = 0;
   bool b = false;
-  if (v.IsNull() && (k == Kind::kMap || k == Kind::kList || k == Kind::kStringList)) return true;
+  if (v.IsNull() && (k == FieldKind::kMap || k == FieldKind::kList || k == FieldKind::kStringList)) return true;
   switch (k) {
-    case Kind::kString:
+    case FieldKind::kString:
       return v.IsScalar() && !plain_non_string(v);
-    case Kind::kBool:
+    case FieldKind::kBool:
       return as_bool(v, b);
-    case Kind::kInt:
+    case FieldKind::kInt:
       return as_int(v, i);
-    case Kind::kUint:
+    case FieldKind::kUint:
       return as_int(v, i) && i >= 0;
-    case Kind::kNumber:
+    case FieldKind::kNumber:
       return as_number(v, d);
-    case Kind::kMap:
+    case FieldKind::kMap:
       return v.IsMap();
-    case Kind::kList:
+    case FieldKind::kList:
       return v.IsSequence();
-    case Kind::kStringList:
+    case FieldKind::kStringList:
       if (!v.IsSequence()) return false;
       for (const auto& x : v)
         if (!x.IsScalar() || plain_non_string(x)) return false;
       return true;
-    case Kind::kDuration:
+    case FieldKind::kDuration:
       return v.IsScalar() && valid_duration(v.Scalar());
   }
   return false;
 }
 
-std::string_view kind_name(Kind k) {
+std::string_view field_kind_name(FieldKind k) {
   switch (k) {
-    case Kind::kString:
+    case FieldKind::kString:
       return "a string";
-    case Kind::kBool:
+    case FieldKind::kBool:
       return "true or false";
-    case Kind::kInt:
+    case FieldKind::kInt:
       return "an integer";
-    case Kind::kUint:
+    case FieldKind::kUint:
       return "an integer >= 0";
-    case Kind::kNumber:
+    case FieldKind::kNumber:
       return "a number";
-    case Kind::kMap:
+    case FieldKind::kMap:
       return "a map";
-    case Kind::kList:
+    case FieldKind::kList:
       return "a list";
-    case Kind::kStringList:
+    case FieldKind::kStringList:
       return "a list of strings";
-    case Kind::kDuration:
+    case FieldKind::kDuration:
       return "a duration such as 1h30m";
   }
   return "?";
@@ -309,7 +309,7 @@ bool check_fields(Checker& c, const YAML::Node& m, const std::string& path, cons
         if (lower(name) == lower(key)) hint = fmt::format(" (keys are case-sensitive: \"{}\")", name);
       c.add(at, "unknown field; the descheduler's strict decoding rejects it" + hint);
     } else if (!kind_ok(it->second, f->second)) {
-      c.add(at, fmt::format("must be {}", kind_name(f->second)));
+      c.add(at, fmt::format("must be {}", field_kind_name(f->second)));
     }
   }
   return true;
@@ -358,7 +358,8 @@ std::map<std::string, double> check_percent_map(Checker& c, const YAML::Node& m,
 void check_evictable_namespaces(Checker& c, const YAML::Node& args, const std::string& path) {
   const YAML::Node ns = args["evictableNamespaces"];
   if (!ns || !ns.IsMap()) return;
-  check_fields(c, ns, path + ".evictableNamespaces", {{"include", Kind::kStringList}, {"exclude", Kind::kStringList}});
+  check_fields(c, ns, path + ".evictableNamespaces",
+               {{"include", FieldKind::kStringList}, {"exclude", FieldKind::kStringList}});
   if (ns["include"] && ns["include"].IsSequence() && ns["include"].size() > 0)
     c.add(path + ".evictableNamespaces.include", "not supported by the utilization plugins (only exclude)");
 }
@@ -366,30 +367,31 @@ void check_evictable_namespaces(Checker& c, const YAML::Node& args, const std::s
 void check_plugin_args(Checker& c, const std::string& plugin, const YAML::Node& args, const std::string& path) {
   if (plugin == "DefaultEvictor") {
     if (!check_fields(c, args, path,
-                      {{"nodeSelector", Kind::kString},
-                       {"labelSelector", Kind::kMap},
-                       {"priorityThreshold", Kind::kMap},
-                       {"nodeFit", Kind::kBool},
-                       {"minReplicas", Kind::kUint},
-                       {"minPodAge", Kind::kDuration},
-                       {"noEvictionPolicy", Kind::kString},
-                       {"podProtections", Kind::kMap},
-                       {"evictLocalStoragePods", Kind::kBool},
-                       {"evictDaemonSetPods", Kind::kBool},
-                       {"evictSystemCriticalPods", Kind::kBool},
-                       {"ignorePvcPods", Kind::kBool},
-                       {"ignorePodsWithoutPDB", Kind::kBool},
-                       {"evictFailedBarePods", Kind::kBool}}))
+                      {{"nodeSelector", FieldKind::kString},
+                       {"labelSelector", FieldKind::kMap},
+                       {"priorityThreshold", FieldKind::kMap},
+                       {"nodeFit", FieldKind::kBool},
+                       {"minReplicas", FieldKind::kUint},
+                       {"minPodAge", FieldKind::kDuration},
+                       {"noEvictionPolicy", FieldKind::kString},
+                       {"podProtections", FieldKind::kMap},
+                       {"evictLocalStoragePods", FieldKind::kBool},
+                       {"evictDaemonSetPods", FieldKind::kBool},
+                       {"evictSystemCriticalPods", FieldKind::kBool},
+                       {"ignorePvcPods", FieldKind::kBool},
+                       {"ignorePodsWithoutPDB", FieldKind::kBool},
+                       {"evictFailedBarePods", FieldKind::kBool}}))
       return;
     if (const YAML::Node pt = args["priorityThreshold"]; pt && pt.IsMap()) {
-      check_fields(c, pt, path + ".priorityThreshold", {{"name", Kind::kString}, {"value", Kind::kInt}});
+      check_fields(c, pt, path + ".priorityThreshold", {{"name", FieldKind::kString}, {"value", FieldKind::kInt}});
       if (pt["name"] && pt["value"] && pt["name"].IsScalar() && !pt["name"].Scalar().empty())
         c.add(path + ".priorityThreshold", "only one of name and value may be set");
     }
     if (const YAML::Node pp = args["podProtections"]; pp && pp.IsMap())
-      check_fields(
-          c, pp, path + ".podProtections",
-          {{"extraEnabled", Kind::kStringList}, {"defaultDisabled", Kind::kStringList}, {"config", Kind::kMap}});
+      check_fields(c, pp, path + ".podProtections",
+                   {{"extraEnabled", FieldKind::kStringList},
+                    {"defaultDisabled", FieldKind::kStringList},
+                    {"config", FieldKind::kMap}});
     if (const YAML::Node nep = args["noEvictionPolicy"];
         nep && nep.IsScalar() && !nep.Scalar().empty() && nep.Scalar() != "Preferred" && nep.Scalar() != "Mandatory")
       c.add(path + ".noEvictionPolicy", "must be Preferred or Mandatory");
@@ -397,15 +399,15 @@ void check_plugin_args(Checker& c, const std::string& plugin, const YAML::Node& 
   }
   const bool low = plugin == "LowNodeUtilization";
   if (low || plugin == "HighNodeUtilization") {
-    Fields fields = {{"thresholds", Kind::kMap},
-                     {"numberOfNodes", Kind::kInt},
-                     {"evictionModes", Kind::kStringList},
-                     {"evictableNamespaces", Kind::kMap}};
+    Fields fields = {{"thresholds", FieldKind::kMap},
+                     {"numberOfNodes", FieldKind::kInt},
+                     {"evictionModes", FieldKind::kStringList},
+                     {"evictableNamespaces", FieldKind::kMap}};
     if (low) {
-      fields.insert(fields.end(), {{"useDeviationThresholds", Kind::kBool},
-                                   {"targetThresholds", Kind::kMap},
-                                   {"metricsUtilization", Kind::kMap},
-                                   {"evictionLimits", Kind::kMap}});
+      fields.insert(fields.end(), {{"useDeviationThresholds", FieldKind::kBool},
+                                   {"targetThresholds", FieldKind::kMap},
+                                   {"metricsUtilization", FieldKind::kMap},
+                                   {"evictionLimits", FieldKind::kMap}});
     }
     if (!check_fields(c, args, path, fields)) return;
     check_evictable_namespaces(c, args, path);
@@ -489,23 +491,23 @@ std::string descheduler_policy_yaml(const DeschedulerConfig& cfg) {
 std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
   Checker c;
   if (!check_fields(c, doc, "",
-                    {{"apiVersion", Kind::kString},
-                     {"kind", Kind::kString},
-                     {"profiles", Kind::kList},
-                     {"nodeSelector", Kind::kString},
-                     {"maxNoOfPodsToEvictPerNode", Kind::kUint},
-                     {"maxNoOfPodsToEvictPerNamespace", Kind::kUint},
-                     {"maxNoOfPodsToEvictTotal", Kind::kUint},
-                     {"evictionFailureEventNotification", Kind::kBool},
-                     {"metricsCollector", Kind::kMap},
-                     {"metricsProviders", Kind::kList},
-                     {"gracePeriodSeconds", Kind::kUint}}))
+                    {{"apiVersion", FieldKind::kString},
+                     {"kind", FieldKind::kString},
+                     {"profiles", FieldKind::kList},
+                     {"nodeSelector", FieldKind::kString},
+                     {"maxNoOfPodsToEvictPerNode", FieldKind::kUint},
+                     {"maxNoOfPodsToEvictPerNamespace", FieldKind::kUint},
+                     {"maxNoOfPodsToEvictTotal", FieldKind::kUint},
+                     {"evictionFailureEventNotification", FieldKind::kBool},
+                     {"metricsCollector", FieldKind::kMap},
+                     {"metricsProviders", FieldKind::kList},
+                     {"gracePeriodSeconds", FieldKind::kUint}}))
     return c.problems;
   c.scalar_equals(doc, "apiVersion", "", "descheduler/v1alpha2");
   c.scalar_equals(doc, "kind", "", "DeschedulerPolicy");
   bool collector = false;
   if (const YAML::Node mc = doc["metricsCollector"]; mc && mc.IsMap()) {
-    check_fields(c, mc, "metricsCollector", {{"enabled", Kind::kBool}});
+    check_fields(c, mc, "metricsCollector", {{"enabled", FieldKind::kBool}});
     if (mc["enabled"]) as_bool(mc["enabled"], collector);
   }
   if (const YAML::Node mp = doc["metricsProviders"]; mp && mp.IsSequence()) {
@@ -513,12 +515,12 @@ std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
     if (mp.size() > 0 && collector) c.add("metricsProviders", "cannot be combined with metricsCollector.enabled");
     for (size_t i = 0; i < mp.size(); ++i) {
       const std::string pp = fmt::format("metricsProviders[{}]", i);
-      if (!check_fields(c, mp[i], pp, {{"source", Kind::kString}, {"prometheus", Kind::kMap}})) continue;
+      if (!check_fields(c, mp[i], pp, {{"source", FieldKind::kString}, {"prometheus", FieldKind::kMap}})) continue;
       if (mp[i]["source"] && mp[i]["source"].IsScalar() && mp[i]["source"].Scalar() != "KubernetesMetrics" &&
           mp[i]["source"].Scalar() != "Prometheus")
         c.add(pp + ".source", "must be KubernetesMetrics or Prometheus");
       if (const YAML::Node pr = mp[i]["prometheus"]; pr && pr.IsMap())
-        check_fields(c, pr, pp + ".prometheus", {{"url", Kind::kString}, {"authToken", Kind::kMap}});
+        check_fields(c, pr, pp + ".prometheus", {{"url", FieldKind::kString}, {"authToken", FieldKind::kMap}});
     }
   }
   YAML::Node profiles = c.need(doc, "profiles", "");
@@ -530,7 +532,8 @@ std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
   for (size_t i = 0; i < profiles.size(); ++i) {
     const std::string pp = fmt::format("profiles[{}]", i);
     const YAML::Node& p = profiles[i];
-    if (!check_fields(c, p, pp, {{"name", Kind::kString}, {"pluginConfig", Kind::kList}, {"plugins", Kind::kMap}}))
+    if (!check_fields(c, p, pp,
+                      {{"name", FieldKind::kString}, {"pluginConfig", FieldKind::kList}, {"plugins", FieldKind::kMap}}))
       continue;
     YAML::Node name = c.need(p, "name", pp);
     if (name && name.IsScalar() && name.Scalar().empty()) c.add(pp + ".name", "must be a non-empty string");
@@ -538,7 +541,7 @@ std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
     if (const YAML::Node pcs = p["pluginConfig"]; pcs && pcs.IsSequence()) {
       for (size_t j = 0; j < pcs.size(); ++j) {
         const std::string cp = fmt::format("{}.pluginConfig[{}]", pp, j);
-        if (!check_fields(c, pcs[j], cp, {{"name", Kind::kString}, {"args", Kind::kMap}})) continue;
+        if (!check_fields(c, pcs[j], cp, {{"name", FieldKind::kString}, {"args", FieldKind::kMap}})) continue;
         YAML::Node pname = c.need(pcs[j], "name", cp);
         if (!pname || !pname.IsScalar()) continue;
         const std::string& n = pname.Scalar();
@@ -559,13 +562,13 @@ std::vector<std::string> check_descheduler_policy(const YAML::Node& doc) {
     if (!plugins || !plugins.IsMap()) continue;
     std::vector<std::pair<std::string, std::string>> enabled;  // (point, plugin)
     Fields points;
-    for (const auto& e : kExtensionPoints) points.push_back({e, Kind::kMap});
+    for (const auto& e : kExtensionPoints) points.push_back({e, FieldKind::kMap});
     check_fields(c, plugins, pp + ".plugins", points);
     for (const std::string& point : kExtensionPoints) {
       const YAML::Node set = plugins[point];
       if (!set || !set.IsMap()) continue;
       const std::string sp = pp + ".plugins." + point;
-      check_fields(c, set, sp, {{"enabled", Kind::kStringList}, {"disabled", Kind::kStringList}});
+      check_fields(c, set, sp, {{"enabled", FieldKind::kStringList}, {"disabled", FieldKind::kStringList}});
       const YAML::Node en = set["enabled"];
       if (!en || !en.IsSequence()) continue;
       for (size_t k = 0; k < en.size(); ++k) {

@@ -60,7 +60,7 @@ int min_compute_slices(const std::string& profile) {
   return digits.size() > 2 ? 100 : std::stoi(digits);
 }
 
-struct Checker {
+struct MigPartedChecker {
   bool with_lines = true;
   std::vector<std::string> errors;
   void error(const std::string& path, const YAML::Node& n, const std::string& what) {
@@ -311,7 +311,7 @@ std::string to_yaml(const MigPartedConfig& config) {
   }
   y << YAML::EndMap;
   std::string text = std::string(y.c_str()) + "\n";
-  Checker c;
+  MigPartedChecker c;
   c.with_lines = false;  // the lines of a text the caller never saw
   c.check(YAML::Load(text), nullptr);
   if (!c.errors.empty()) {
@@ -333,7 +333,7 @@ std::vector<std::string> validate_mig_parted_config(std::string_view yaml) {
 }
 
 std::vector<std::string> validate_mig_parted_config(const YAML::Node& doc) {
-  Checker c;
+  MigPartedChecker c;
   c.check(doc, nullptr);
   return c.errors;
 }
@@ -406,7 +406,7 @@ MigPartedConfig parse_mig_parted_config(std::string_view yaml) {
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(fmt::format("mig-parted config (line {}): not valid YAML: {}", e.mark.line + 1, e.msg));
   }
-  Checker c;
+  MigPartedChecker c;
   MigPartedConfig out;
   c.check(root, &out);
   if (!c.errors.empty()) {

@@ -68,9 +68,10 @@ std::string strip(const std::string& in) {
           out[i] = ' ';
         break;
       case kRaw:
-        if (in.compare(i, raw_end.size(), raw_end) == 0)
+        if (in.compare(i, raw_end.size(), raw_end) == 0) {
+          for (size_t k = 0; k < raw_end.size(); ++k) out[i + k] = ' ';  // its ")" opened in the blanked part
           i += raw_end.size() - 1, mode = kCode;
-        else if (c != '\n')
+        } else if (c != '\n')
           out[i] = ' ';
         break;
     }
@@ -187,8 +188,9 @@ std::set<std::string> anonymous_scope_names(const std::string& text) {
     return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
   };
   static const std::set<std::string> kNotNames = {
-      "operator", "return",   "if",       "for",      "while",    "switch", "sizeof",    "decltype", "static_assert",
-      "alignof",  "noexcept", "requires", "template", "typename", "const",  "constexpr", "static",   "inline"};
+      "operator",      "return",  "if",       "for",      "while",    "switch",   "sizeof", "decltype",
+      "static_assert", "alignof", "noexcept", "requires", "template", "typename", "const",  "constexpr",
+      "static",        "inline",  "class",    "struct",   "union",    "enum"};
   std::string pending_namespace;
   bool namespace_open = false;
   int parens = 0;
@@ -309,7 +311,7 @@ TEST(OneDefinition, NoTypeIsDefinedTwiceInSrc) {
 }
 
 TEST(OneDefinition, TheAnonymousScopeScannerSeesEachKindOfName) {
-  const auto found = anonymous_scope_names(R"(
+  const auto found = anonymous_scope_names(R"src(
     namespace gpupack {
     struct Public {};                      // not anonymous
     void public_function() {}
@@ -328,11 +330,13 @@ TEST(OneDefinition, TheAnonymousScopeScannerSeesEachKindOfName) {
     int declared_only(int x);
     bool operator==(const Helper&, const Helper&) { return true; }
     const std::string kName = format("{}", 1);
+    bool matches(std::string_view s) { return std::regex_match(std::string(s), std::regex(R"(^(a|b)+$)")); }
+    enum class After { kRawString };
     }  // namespace
     }  // namespace gpupack
-  )");
-  const std::set<std::string> want = {"Helper", "Alias=std::vector<int>", "kLimit", "kPair", "twice/1", "trim/2",
-                                      "kName"};
+  )src");
+  const std::set<std::string> want = {
+      "Helper", "Alias=std::vector<int>", "kLimit", "kPair", "twice/1", "trim/2", "kName", "matches/1", "After"};
   EXPECT_EQ(found, want);
 }
 
@@ -352,8 +356,20 @@ TEST(OneDefinition, NoAnonymousNameIsDefinedInTwoSourceFiles) {
   std::map<std::string, std::set<std::string>> aliases;  // alias name -> its definitions
   for (const auto& [key, files_defining] : where)
     if (const size_t eq = key.find('='); eq != std::string::npos) aliases[key.substr(0, eq)].insert(key);
-  for (const auto& [name, definitions] : aliases)
-    EXPECT_EQ(definitions.size(), 1u) << name << " is an alias of different types in anonymous namespaces of src/";
+  for (const auto& [name, definitions] : aliases) {
+    std::string list;
+    for (const auto& d : definitions)
+      for (const auto& f : where[d]) list += " " + f;
+    EXPECT_EQ(definitions.size(), 1u) << name
+                                      << " is an alias of different types in anonymous namespaces of src/:" << list;
+    // An alias and a type or variable of the same name clash as well.
+    EXPECT_EQ(where.count(name), 0u) << name << " is an alias in" << list << " and defined otherwise in" << [&] {
+      std::string other;
+      if (where.count(name))
+        for (const auto& f : where.at(name)) other += " " + f;
+      return other;
+    }();
+  }
   for (const auto& [key, files_defining] : where) {
     if (key.find('=') != std::string::npos) continue;
     std::string list;
