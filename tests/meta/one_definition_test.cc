@@ -363,12 +363,10 @@ TEST(OneDefinition, NoAnonymousNameIsDefinedInTwoSourceFiles) {
     EXPECT_EQ(definitions.size(), 1u) << name
                                       << " is an alias of different types in anonymous namespaces of src/:" << list;
     // An alias and a type or variable of the same name clash as well.
-    EXPECT_EQ(where.count(name), 0u) << name << " is an alias in" << list << " and defined otherwise in" << [&] {
-      std::string other;
-      if (where.count(name))
-        for (const auto& f : where.at(name)) other += " " + f;
-      return other;
-    }();
+    std::string other;
+    if (const auto it = where.find(name); it != where.end())
+      for (const auto& f : it->second) other += " " + f;
+    EXPECT_TRUE(other.empty()) << name << " is an alias in" << list << " and defined otherwise in" << other;
   }
   for (const auto& [key, files_defining] : where) {
     if (key.find('=') != std::string::npos) continue;
