@@ -90,7 +90,7 @@ Trace read_trace_csv(const std::string& path) {
     std::string_view line = rest.substr(0, nl);
     rest = nl == std::string_view::npos ? std::string_view{} : rest.substr(nl + 1);
     ++line_no;
-    line = trim(line);
+    line = trim(line, " \t\r");
     if (line.empty() || line.front() == '#') continue;
     std::string_view fields[5];
     int n = 0;
@@ -98,7 +98,7 @@ Trace read_trace_csv(const std::string& path) {
     while (true) {
       std::size_t comma = cur.find(',');
       if (n == 5) fail(fmt::format("{}:{}: expected 5 fields (time_us,action,id,size_bytes,stream)", path, line_no));
-      fields[n++] = trim(cur.substr(0, comma));
+      fields[n++] = trim(cur.substr(0, comma), " \t\r");
       if (comma == std::string_view::npos) break;
       cur = cur.substr(comma + 1);
     }

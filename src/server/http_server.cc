@@ -48,6 +48,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What HTTP lets surround a header value or a chunk size (RFC 9110's OWS is
+// space and tab; the line's own CR LF is cut off too), and so what is cut
+// from the token file's content, which the Authorization header must equal.
+constexpr std::string_view kHttpSpace = " \t\r\n";
+
 std::string error_body(const std::string& msg) { return nlohmann::json{{"Error", msg}}.dump(); }
 
 // Every full-Nodes request allocates a few multi-MB buffers (the body, its
@@ -319,7 +324,7 @@ struct HttpServer::Impl {
     }
     std::ostringstream ss;
     ss << in.rdbuf();
-    std::string t(trim(ss.str()));
+    std::string t(trim(ss.str(), kHttpSpace));
     if (t.empty()) {
       *error = fmt::format("token file {}: empty", options.token_file);
       return false;
@@ -364,7 +369,7 @@ struct HttpServer::Impl {
     static constexpr char kBearer[] = "bearer ";
     const std::string& a = req.authorization;
     if (a.size() <= 7 || lower(a.substr(0, 7)) != kBearer) return false;
-    const std::string given(trim(a.substr(7)));
+    const std::string given(trim(a.substr(7), kHttpSpace));
     std::lock_guard lock(token_mu);
     return given.size() == token.size() && CRYPTO_memcmp(given.data(), token.data(), token.size()) == 0;
   }
@@ -803,7 +808,7 @@ struct HttpServer::Impl {
         }
         c.chunk = Chunk::kSize;
       } else if (c.chunk == Chunk::kSize) {
-        const std::string hex(trim(line.substr(0, line.find(';'))));
+        const std::string hex(trim(line.substr(0, line.find(';')), kHttpSpace));
         size_t size = 0;
         if (hex.empty() || hex.size() > 15) {
           fail(c, 400, fmt::format("chunked body: bad chunk size \"{}\"", hex.substr(0, 20)));
@@ -879,7 +884,7 @@ struct HttpServer::Impl {
         return 400;
       }
       const std::string name = lower(h.substr(0, colon));
-      const std::string value(trim(h.substr(colon + 1)));
+      const std::string value(trim(h.substr(colon + 1), kHttpSpace));
       if (name == "content-length") {
         if (value.empty() || value.size() > 18 || !std::all_of(value.begin(), value.end(), ::isdigit) ||
             (have_length && std::stoull(value) != r.content_length)) {

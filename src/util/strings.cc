@@ -25,11 +25,10 @@ std::vector<std::string> split(std::string_view text, char sep) {
   }
 }
 
-std::string_view trim(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const size_t b = text.find_first_not_of(kSpace);
+std::string_view trim(std::string_view text, std::string_view chars) {
+  const size_t b = text.find_first_not_of(chars);
   if (b == std::string_view::npos) return text.substr(text.size());
-  return text.substr(b, text.find_last_not_of(kSpace) - b + 1);
+  return text.substr(b, text.find_last_not_of(chars) - b + 1);
 }
 
 namespace {

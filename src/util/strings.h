@@ -14,8 +14,8 @@
 // error_text() bounds a library's error message (which may quote a whole
 // token of the input): it drops any "; last read: ..." tail and keeps at most
 // max_bytes bytes, as excerpt() does.
-// trim() drops ASCII white space (space, \t, \n, \r, \f, \v) from both ends;
-// the view points into `text`.
+// trim() drops the characters of `chars` (by default ASCII white space:
+// space, \t, \n, \r, \f, \v) from both ends; the view points into `text`.
 // nearest_name() is the candidate closest to `word` by edit distance
 // (insert, delete, replace, or swap of neighbours, each 1), or "" when none
 // is within max(2, size / 3) edits; ties go to the earlier candidate.
@@ -29,7 +29,7 @@ namespace gpupack {
 
 bool iequals(std::string_view a, std::string_view b);
 std::vector<std::string> split(std::string_view text, char sep);
-std::string_view trim(std::string_view text);
+std::string_view trim(std::string_view text, std::string_view chars = " \t\n\r\f\v");
 std::string excerpt(std::string_view text, size_t max_bytes = 80);
 std::string excerpt_around(std::string_view text, size_t byte, size_t max_bytes = 80);
 std::string error_text(std::string_view what, size_t max_bytes = 200);

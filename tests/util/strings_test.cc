@@ -21,6 +21,8 @@ TEST(Strings, TrimDropsAsciiWhiteSpaceAtBothEndsOnly) {
   EXPECT_EQ(trim(""), "");
   const std::string_view text = " abc ";
   EXPECT_EQ(trim(text).data(), text.data() + 1);  // a view into the argument, no copy
+  EXPECT_EQ(trim(" 5\v\r\n", " \t\r\n"), "5\v");  // only the characters given
+  EXPECT_EQ(trim("--x--", "-"), "x");
 }
 
 TEST(Excerpt, ShortTextComesBackWhole) {
