@@ -95,6 +95,15 @@ class ClassIndex {
     const Record& r = records_[static_cast<size_t>(e.cls)];
     return !r.fits || r.incarnation != e.incarnation || r.first != e.first || r.assessment != e.assessment;
   }
+  // Drops what the record knew (its counts leave the totals); its heap
+  // entries go stale.
+  void forget(Record& r) {
+    if (r.fits) {
+      feasible_nodes_ -= r.size;
+      --fitting_classes_;
+    }
+    r = Record{};
+  }
   void push(const NodeClasses& classes, int32_t c, const Record& r, bool heapify);
   template <class Assess>
   void read(const NodeClasses& classes, int32_t c, Assess& assess, bool heapify);
@@ -117,13 +126,7 @@ void ClassIndex::read(const NodeClasses& classes, int32_t c, Assess& assess, boo
   if (static_cast<size_t>(c) >= records_.size()) records_.resize(classes.slots());
   Record& r = records_[static_cast<size_t>(c)];
   const bool alive = classes.alive(c);
-  if (r.incarnation != 0 && (!alive || classes.incarnation(c) != r.incarnation)) {
-    if (r.fits) {
-      feasible_nodes_ -= r.size;
-      --fitting_classes_;
-    }
-    r = Record{};
-  }
+  if (r.incarnation != 0 && (!alive || classes.incarnation(c) != r.incarnation)) forget(r);
   if (!alive) return;
   const NodeClasses::Live& live = classes.live_of(c);
   if (r.incarnation == 0) {
@@ -170,11 +173,7 @@ void ClassIndex::sync(const ClusterState& state, Assess&& assess) {
       if (static_cast<size_t>(c) >= records_.size()) continue;  // never read: assessed when it is
       Record& r = records_[static_cast<size_t>(c)];
       if (r.incarnation == 0) continue;
-      if (r.fits) {
-        feasible_nodes_ -= r.size;
-        --fitting_classes_;
-      }
-      r = Record{};  // its heap entries go stale (another assessment)
+      forget(r);  // its heap entries go stale (another assessment)
       read(classes, c, assess, true);
     }
     if (std::max(heap_.size(), low_heap_.size()) > 2 * fitting_classes_ + 64) compact(classes);

@@ -103,51 +103,67 @@ std::vector<std::string> tokens(const std::string& code) {
   return out;
 }
 
+// The scopes around each token of a file: step() consumes a namespace head
+// (up to its "{", or an alias or using-directive up to its ";") or a brace
+// and returns true; any other token is the caller's.
+class ScopeWalker {
+ public:
+  bool step(const std::vector<std::string>& t, size_t& i) {
+    if (t[i] == "namespace") {
+      namespace_open_ = true;
+      pending_.clear();
+      size_t j = i + 1;
+      for (; j < t.size() && t[j] != "{" && t[j] != "=" && t[j] != ";"; ++j) pending_ += t[j];
+      if (j < t.size() && t[j] != "{") namespace_open_ = false;  // alias or using-directive
+      i = j - 1;
+      return true;
+    }
+    if (t[i] == "{") {
+      scopes_.push_back(namespace_open_ ? pending_ : "{}");  // "a::b" is one scope closed by one brace
+      namespace_open_ = false;
+      return true;
+    }
+    if (t[i] == "}") {
+      if (!scopes_.empty()) scopes_.pop_back();
+      return true;
+    }
+    return false;
+  }
+  // Inside named namespaces only.
+  bool at_namespace_scope() const {
+    for (const std::string& s : scopes_)
+      if (s == "{}" || s.empty()) return false;
+    return true;
+  }
+  // Inside namespaces, one of them anonymous.
+  bool in_anonymous() const {
+    bool anonymous = false;
+    for (const std::string& s : scopes_) {
+      if (s == "{}") return false;
+      anonymous |= s.empty();
+    }
+    return anonymous;
+  }
+  std::string qualified(const std::string& name) const {
+    std::string q;
+    for (const std::string& s : scopes_) q += s + "::";
+    return q + name;
+  }
+
+ private:
+  std::vector<std::string> scopes_;  // namespace name; "" anonymous; "{}" any other brace
+  std::string pending_;
+  bool namespace_open_ = false;
+};
+
 // Qualified names of the types defined at namespace scope (outside anonymous
 // namespaces) in one file.
 std::vector<std::string> namespace_scope_types(const std::string& text) {
   const std::vector<std::string> t = tokens(strip(text));
-  struct Scope {
-    std::string name;  // namespace name; "" for anonymous; "{}" for any other brace
-  };
-  std::vector<Scope> scopes;
+  ScopeWalker walk;
   std::vector<std::string> found;
-  auto at_namespace_scope = [&] {
-    for (const Scope& s : scopes)
-      if (s.name == "{}" || s.name.empty()) return false;
-    return true;
-  };
-  auto qualified = [&](const std::string& name) {
-    std::string q;
-    for (const Scope& s : scopes) q += s.name + "::";
-    return q + name;
-  };
-  std::string pending_namespace;
-  bool namespace_open = false;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == "namespace") {
-      namespace_open = true;
-      pending_namespace.clear();
-      size_t j = i + 1;
-      for (; j < t.size() && t[j] != "{" && t[j] != "=" && t[j] != ";"; ++j) pending_namespace += t[j];
-      if (j < t.size() && t[j] != "{") namespace_open = false;  // alias or using-directive
-      i = j - 1;
-      continue;
-    }
-    if (t[i] == "{") {
-      if (namespace_open) {
-        scopes.push_back({pending_namespace});  // "a::b" is one scope closed by one brace
-        namespace_open = false;
-      } else {
-        scopes.push_back({"{}"});
-      }
-      continue;
-    }
-    if (t[i] == "}") {
-      if (!scopes.empty()) scopes.pop_back();
-      continue;
-    }
-    if (!at_namespace_scope()) continue;
+    if (walk.step(t, i) || !walk.at_namespace_scope()) continue;
     const bool type_kw = t[i] == "struct" || t[i] == "class" || t[i] == "union" || t[i] == "enum";
     if (type_kw && (i == 0 || (t[i - 1] != "enum" && t[i - 1] != "friend" && t[i - 1] != "<" && t[i - 1] != ","))) {
       size_t j = i + 1;
@@ -159,10 +175,10 @@ std::vector<std::string> namespace_scope_types(const std::string& text) {
       while (k < t.size() && (t[k] == "final")) ++k;
       if (k < t.size() && (t[k] == "{" || t[k] == ":")) {
         while (k < t.size() && t[k] != "{" && t[k] != ";") ++k;
-        if (k < t.size() && t[k] == "{") found.push_back(qualified(name));
+        if (k < t.size() && t[k] == "{") found.push_back(walk.qualified(name));
       }
     } else if (t[i] == "using" && i + 2 < t.size() && t[i + 2] == "=") {
-      found.push_back(qualified(t[i + 1]));
+      found.push_back(walk.qualified(t[i + 1]));
     }
   }
   return found;
@@ -174,16 +190,8 @@ std::vector<std::string> namespace_scope_types(const std::string& text) {
 // name=definition (the same alias twice is allowed).
 std::set<std::string> anonymous_scope_names(const std::string& text) {
   const std::vector<std::string> t = tokens(strip(text));
-  std::vector<std::string> scopes;  // namespace name; "" anonymous; "{}" any other brace
+  ScopeWalker walk;
   std::set<std::string> found;
-  auto in_anonymous = [&] {
-    bool anonymous = false;
-    for (const std::string& s : scopes) {
-      if (s == "{}") return false;
-      anonymous |= s.empty();
-    }
-    return anonymous;
-  };
   auto identifier = [](const std::string& s) {
     return !s.empty() && (std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_');
   };
@@ -191,31 +199,12 @@ std::set<std::string> anonymous_scope_names(const std::string& text) {
       "operator",      "return",  "if",       "for",      "while",    "switch",   "sizeof", "decltype",
       "static_assert", "alignof", "noexcept", "requires", "template", "typename", "const",  "constexpr",
       "static",        "inline",  "class",    "struct",   "union",    "enum"};
-  std::string pending_namespace;
-  bool namespace_open = false;
   int parens = 0;
   for (size_t i = 0; i < t.size(); ++i) {
-    if (t[i] == "namespace") {
-      namespace_open = true;
-      pending_namespace.clear();
-      size_t j = i + 1;
-      for (; j < t.size() && t[j] != "{" && t[j] != "=" && t[j] != ";"; ++j) pending_namespace += t[j];
-      if (j < t.size() && t[j] != "{") namespace_open = false;
-      i = j - 1;
-      continue;
-    }
+    if (walk.step(t, i)) continue;
     if (t[i] == "(") ++parens;
     if (t[i] == ")") --parens;
-    if (t[i] == "{") {
-      scopes.push_back(namespace_open ? pending_namespace : "{}");
-      namespace_open = false;
-      continue;
-    }
-    if (t[i] == "}") {
-      if (!scopes.empty()) scopes.pop_back();
-      continue;
-    }
-    if (parens != 0 || !in_anonymous()) continue;
+    if (parens != 0 || !walk.in_anonymous()) continue;
     if (t[i] == "template" && i + 1 < t.size() && t[i + 1] == "<") {  // skip the parameter list
       int angle = 0;
       size_t j = i + 1;
